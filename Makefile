@@ -1,0 +1,34 @@
+# The two commands a new user needs: `make run` and `make test`. See README.md.
+.PHONY: all setup build run test format format-check bench clean
+JOBS ?= $(shell nproc)
+export CCACHE_BASEDIR := $(CURDIR)
+export CCACHE_NOHASHDIR := 1
+
+all: build
+
+setup:
+	@scripts/setup
+
+build: setup
+	@cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build/release -j $(JOBS) --target shale
+
+run: build
+	build/release/bin/shale serve $(ARGS)
+
+test: setup
+	@scripts/test
+
+format:
+	@git ls-files '*.cc' '*.h' | grep -v '/generated/' | xargs clang-format -i
+
+format-check:
+	@git ls-files '*.cc' '*.h' | grep -v '/generated/' | xargs clang-format --dry-run --Werror
+
+bench: setup
+	@cmake -S . -B build/release -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@cmake --build build/release -j $(JOBS)
+	@scripts/bench-micro
+
+clean:
+	rm -rf build
