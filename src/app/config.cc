@@ -170,7 +170,7 @@ const std::vector<ConfigKey> kKeys = {
      INT32_MAX},
     {"connections.max.idle.ms", ConfigType::kLong, "600000", "Network",
      "Close connections that have read and written nothing for this long (and have no request "
-     "in flight). -1 = never.",
+     "in flight). -1 or 0 = never.",
      -1, INT64_MAX},
     {"connection.max.inflight.requests", ConfigType::kInt, "32", "Network",
      "Requests of one connection handled at once (pipelining); the connection stops reading "
