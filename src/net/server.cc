@@ -136,6 +136,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   awaitable<void> read_loop(std::shared_ptr<Connection> self) {
     const size_t max_inflight = std::max<size_t>(1, srv_->opts.max_inflight_per_connection);
     auto ex = socket_.get_executor();
+    // The next size prefix; body reads also fill it when the client has already sent it
+    // (pipelining), which saves one read call per request.
+    std::array<uint8_t, 4> hdr;
+    size_t hdr_have = 0;
     for (;;) {
       while (!closed_ && !close_requested_ && queue_.size() >= max_inflight) {
         co_await park(reader_wake_);
@@ -143,17 +147,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
       // A handler asked to close: the writer flushes the earlier responses and closes.
       if (close_requested_) co_return;
       if (closed_) break;
-      std::array<uint8_t, 4> hdr;
       std::error_code ec;
-      co_await asio::async_read(socket_, asio::buffer(hdr),
-                                asio::redirect_error(use_awaitable, ec));
-      if (ec == asio::error::eof) {
-        // The client finished sending: answer what it sent, then close.
-        close_requested_ = true;
-        writer_wake_.cancel();
-        co_return;
+      if (hdr_have < hdr.size()) {
+        co_await asio::async_read(socket_, asio::buffer(hdr.data() + hdr_have, 4 - hdr_have),
+                                  asio::redirect_error(use_awaitable, ec));
+        if (ec == asio::error::eof && hdr_have == 0) {
+          // The client finished sending: answer what it sent, then close.
+          close_requested_ = true;
+          writer_wake_.cancel();
+          co_return;
+        }
+        if (ec || closed_) break;  // reset, EOF inside a size prefix, or close()
       }
-      if (ec || closed_) break;  // reset, or close()
+      hdr_have = 0;
       last_activity_ = Clock::now();
       int32_t size = static_cast<int32_t>(be::load32(hdr.data()));
       if (size < 0) {
@@ -173,9 +179,19 @@ class Connection : public std::enable_shared_from_this<Connection> {
       }
       // The frame's one allocation; it becomes the Buffer owner, so later stages slice it.
       std::shared_ptr<uint8_t[]> mem(new uint8_t[size > 0 ? size : 1]);
-      co_await asio::async_read(socket_, asio::buffer(mem.get(), size),
-                                asio::redirect_error(use_awaitable, ec));
-      if (ec || closed_) {
+      const size_t want = static_cast<size_t>(size);
+      size_t got = 0;
+      while (got < want && !ec) {
+        std::array<asio::mutable_buffer, 2> bufs{asio::buffer(mem.get() + got, want - got),
+                                                 asio::buffer(hdr)};
+        size_t n = co_await socket_.async_read_some(bufs, asio::redirect_error(use_awaitable, ec));
+        if (n > want - got) {
+          hdr_have = n - (want - got);
+          n = want - got;
+        }
+        got += n;
+      }
+      if (got < want || closed_) {
         if (ec && ec != asio::error::operation_aborted) {
           spdlog::debug("connection from {} ended inside a {}-byte frame: {}", info_.peer, size,
                         ec.message());
