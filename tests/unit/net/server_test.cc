@@ -236,6 +236,21 @@ TEST_F(ServerTest, AnswersManyPipelinedFramesInOrder) {
   for (int i = 0; i < 2000; ++i) ASSERT_EQ(c.recv(), "req-" + std::to_string(i));
 }
 
+TEST_F(ServerTest, PipelinedFramesOfMixedSizes) {
+  start();
+  Client c(port_);
+  std::vector<std::string> bodies;
+  for (size_t n : {0, 1, 3, 4, 5, 0, 1000, 70000, 2, 0, 131072, 7}) {
+    std::string b(n, 'a');
+    for (size_t i = 0; i < n; ++i) b[i] = static_cast<char>('a' + (i * 7 + n) % 26);
+    bodies.push_back(b);
+  }
+  std::string all;
+  for (const auto& b : bodies) all += Client::frame(b);
+  c.send_raw(all);
+  for (const auto& b : bodies) ASSERT_EQ(c.recv(), b);
+}
+
 TEST_F(ServerTest, KeepsRequestOrderWhenHandlersFinishOutOfOrder) {
   ServerOptions o;
   o.max_inflight_per_connection = 16;
