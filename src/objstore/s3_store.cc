@@ -256,6 +256,7 @@ class S3Engine {
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, opts.low_speed_bytes_per_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, opts.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 200L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, opts.verify_tls ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, opts.verify_tls ? 2L : 0L);
     curl_slist* h = nullptr;
@@ -263,7 +264,10 @@ class S3Engine {
     if (!opts.session_token.empty()) {
       h = curl_slist_append(h, ("x-amz-security-token: " + opts.session_token).c_str());
     }
-    h = curl_slist_append(h, "Expect:");  // no 100-continue round trip
+    // No "Expect:" header to suppress 100-continue: libcurl 7.88 signs an empty Expect header
+    // it then does not send, and the server rejects the signature. libcurl adds its own
+    // "Expect: 100-continue" for bodies over 1 MiB after signing; the wait for the interim
+    // response is capped below.
     const std::string& m = t->req.method;
     if (m == "GET") {
       curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
