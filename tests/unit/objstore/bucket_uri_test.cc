@@ -4,6 +4,7 @@
 
 #include "objstore/bucket_uri.h"
 #include "objstore/factory.h"
+#include "test_util.h"
 
 namespace shale::objstore {
 namespace {
@@ -76,7 +77,8 @@ TEST(Factory, OpensEachScheme) {
   ASSERT_TRUE(m.ok());
   EXPECT_EQ((*m)->describe(), "memory");
 
-  std::string dir = testing::TempDir() + "factory_posix_" + std::to_string(::getpid());
+  testing_util::TempDir tmp;
+  std::string dir = tmp.path() + "/objects";  // created by the store
   auto f = open_object_store("0@file://" + dir);
   ASSERT_TRUE(f.ok()) << f.error().to_string();
   EXPECT_EQ((*f)->describe(), "file://" + dir);
