@@ -461,8 +461,10 @@ Error to_error(const HttpResponse& r, const std::string& op, const std::string& 
   if (r.status >= 400 && r.status < 500) {
     return Error::make(Errc::kInvalidArgument, where + ": " + detail);
   }
-  return Error::make(Errc::kIoError,
-                     where + ": unexpected HTTP status " + std::to_string(r.status));
+  // 3xx: libcurl does not follow redirects; S3 sends 301 PermanentRedirect for a wrong region.
+  return Error::make(Errc::kIoError, where + ": unexpected HTTP status " +
+                                         std::to_string(r.status) +
+                                         (code.empty() ? "" : " (" + detail + ")"));
 }
 
 bool ok_status_code(long s) { return s >= 200 && s < 300; }

@@ -16,7 +16,8 @@
 //
 // Threading: methods may be called from any thread. Callbacks run on the I/O thread and must
 // not block. The destructor fails queued and in-flight requests with kShutdown (each callback
-// still runs once) and joins the I/O thread. A MultipartUpload must not outlive its store.
+// still runs once) and joins the I/O thread. A MultipartUpload must not outlive its store, and
+// must stay alive until the callbacks of its own calls have run.
 #pragma once
 
 #include <memory>
