@@ -105,6 +105,18 @@ TEST(S3Store, LargeBodiesKeepEverySignedHeader) {
   EXPECT_EQ(names.find("expect"), std::string::npos);
 }
 
+TEST(S3Store, SessionTokenIsSentAndSigned) {
+  FakeHttpServer srv;
+  srv.push(status(200, "x"));
+  S3Options o;
+  o.session_token = "FwoGZXIvYXdzEJr//token";
+  auto s = open_fake(srv, o);
+  ASSERT_TRUE(get_sync(*s, "k").ok());
+  auto r = srv.requests().back();
+  EXPECT_EQ(r.headers.at("x-amz-security-token"), "FwoGZXIvYXdzEJr//token");
+  EXPECT_NE(r.headers.at("authorization").find("x-amz-security-token"), std::string::npos);
+}
+
 TEST(S3Store, ForbiddenIsFinalAccessDenied) {
   FakeHttpServer srv;
   srv.push(status(403, s3_error("SignatureDoesNotMatch", "bad signature")));
