@@ -125,6 +125,9 @@ class S3Engine {
     scheme_ = opts.endpoint.substr(0, sep);
     hostport_ = opts.endpoint.substr(sep + 3);
     sigv4_ = "aws:amz:" + opts.region + ":s3";
+    using PS = S3Options::PayloadSigning;
+    unsigned_payload_ = opts.payload_signing == PS::kUnsigned ||
+                        (opts.payload_signing == PS::kAuto && scheme_ == "https");
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                       static_cast<long>(opts.max_concurrency));
@@ -170,8 +173,10 @@ class S3Engine {
     t->retry_if = std::move(retry_if);
     // The payload hash is computed here, on the caller's thread, so the I/O thread never
     // spends milliseconds hashing a 16 MiB part while other transfers wait.
-    t->req.headers.push_back("x-amz-content-sha256: " +
-                             digest_hex(EVP_sha256(), t->req.body.data(), t->req.body.size()));
+    t->req.headers.push_back(
+        "x-amz-content-sha256: " +
+        (unsigned_payload_ ? std::string("UNSIGNED-PAYLOAD")
+                           : digest_hex(EVP_sha256(), t->req.body.data(), t->req.body.size())));
     {
       std::lock_guard lk(mu_);
       if (!stopping_) {
@@ -409,6 +414,7 @@ class S3Engine {
   }
 
   std::string scheme_, hostport_, sigv4_;
+  bool unsigned_payload_ = false;
   CURLM* multi_ = nullptr;
   std::mutex mu_;
   std::deque<std::unique_ptr<Transfer>> incoming_;

@@ -262,6 +262,20 @@ TEST(S3Integration, MultipartUpload) {
   ASSERT_OK(remove_sync(*s, {"mpu/object"}));
 }
 
+TEST(S3Integration, UnsignedPayloadIsAccepted) {
+  std::string uri = "0@s3://" + g_info.bucket + "?region=" + g_info.region +
+                    "&endpoint=" + g_info.endpoint +
+                    "&pathStyle=true&accessKey=" + g_info.access_key +
+                    "&secretKey=" + aws_uri_encode(g_info.secret_key, false);
+  OpenOptions o;
+  o.s3.payload_signing = S3Options::PayloadSigning::kUnsigned;
+  auto s = open_object_store(uri, o);
+  ASSERT_TRUE(s.ok());
+  ASSERT_OK(put_sync(**s, "unsigned", chain("u")));
+  EXPECT_EQ(get_sync(**s, "unsigned")->view(), "u");
+  ASSERT_OK(remove_sync(**s, {"unsigned"}));
+}
+
 TEST(S3Integration, VirtualHostAddressing) {
   // libcurl resolves *.localhost to the loopback address itself (RFC 6761), so
   // http://<bucket>.localhost:<port>/ reaches the test server without any DNS set-up.

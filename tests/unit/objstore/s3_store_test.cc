@@ -117,6 +117,18 @@ TEST(S3Store, SessionTokenIsSentAndSigned) {
   EXPECT_NE(r.headers.at("authorization").find("x-amz-security-token"), std::string::npos);
 }
 
+TEST(S3Store, UnsignedPayloadSkipsHashing) {
+  FakeHttpServer srv;
+  srv.push(status(200));
+  S3Options o;
+  o.payload_signing = S3Options::PayloadSigning::kUnsigned;
+  auto s = open_fake(srv, o);
+  ASSERT_TRUE(put_sync(*s, "k", chain("body")).ok());
+  auto r = srv.requests().back();
+  EXPECT_EQ(r.headers.at("x-amz-content-sha256"), "UNSIGNED-PAYLOAD");
+  EXPECT_EQ(r.body, "body");
+}
+
 TEST(S3Store, ForbiddenIsFinalAccessDenied) {
   FakeHttpServer srv;
   srv.push(status(403, s3_error("SignatureDoesNotMatch", "bad signature")));
