@@ -477,6 +477,18 @@ bool ok_status_code(long s) { return s >= 200 && s < 300; }
 
 }  // namespace
 
+namespace {
+// An empty key would address the bucket itself (a PUT there is CreateBucket), so keys are
+// checked before any request is built.
+Status check_key(const std::string& key) {
+  if (key.empty()) return Error::make(Errc::kInvalidArgument, "empty S3 object key");
+  if (key.size() > 1024) {
+    return Error::make(Errc::kInvalidArgument, "S3 object key longer than 1024 bytes");
+  }
+  return ok_status();
+}
+}  // namespace
+
 S3Store::S3Store(std::unique_ptr<S3Engine> engine) : engine_(std::move(engine)) {}
 S3Store::~S3Store() = default;
 
@@ -506,6 +518,7 @@ StoreStats S3Store::stats() const { return engine_->counters.snapshot(); }
 std::string S3Store::object_url(const std::string& key) const { return engine_->url(key, {}); }
 
 void S3Store::put(const std::string& key, BufferChain data, StatusCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k));
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "PUT";
@@ -525,6 +538,7 @@ void S3Store::put(const std::string& key, BufferChain data, StatusCallback done)
 }
 
 void S3Store::get(const std::string& key, Range range, GetCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k).error());
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "GET";
@@ -561,6 +575,9 @@ void S3Store::remove(std::vector<std::string> keys, StatusCallback done) {
   S3Engine* eng = engine_.get();
   StoreCounters::add(eng->counters.deletes, keys.size());
   if (keys.empty()) return done(ok_status());
+  for (const auto& k : keys) {
+    if (Status c = check_key(k); !c.ok()) return done(std::move(c));
+  }
   struct State {
     std::mutex mu;
     size_t pending = 0;
@@ -763,6 +780,7 @@ class S3Multipart final : public MultipartUpload {
 };
 
 void S3Store::create_multipart(const std::string& key, MultipartCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k).error());
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "POST";

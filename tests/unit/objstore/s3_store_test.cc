@@ -129,6 +129,17 @@ TEST(S3Store, UnsignedPayloadSkipsHashing) {
   EXPECT_EQ(r.body, "body");
 }
 
+TEST(S3Store, EmptyKeysNeverReachTheServer) {
+  FakeHttpServer srv;
+  auto s = open_fake(srv);
+  EXPECT_EQ(put_sync(*s, "", chain("x")).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(get_sync(*s, "").error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(remove_sync(*s, {"a", ""}).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(testing_util::create_multipart_sync(*s, "").error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(put_sync(*s, std::string(1025, 'k'), chain("x")).error().code, Errc::kInvalidArgument);
+  EXPECT_TRUE(srv.requests().empty());
+}
+
 TEST(S3Store, ForbiddenIsFinalAccessDenied) {
   FakeHttpServer srv;
   srv.push(status(403, s3_error("SignatureDoesNotMatch", "bad signature")));
