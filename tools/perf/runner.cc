@@ -261,6 +261,10 @@ int run_perf(const PerfConfig& cfg) {
 
   Stats stats;
   DeliveryContext dctx;
+  // Outlive the sending threads and every in-flight record: librdkafka references the pooled
+  // payloads without copying them.
+  std::unique_ptr<PayloadPool> pool;
+  std::vector<std::string> keys;
   dctx.stats = &stats;
   std::vector<std::unique_ptr<PerfConsumer>> consumers;
   std::vector<std::unique_ptr<PerfProducer>> producers;
@@ -350,10 +354,9 @@ int run_perf(const PerfConfig& cfg) {
     }
 
     std::random_device rd;
-    PayloadPool pool(cfg.record_size, cfg.random_ratio, cfg.random_pool_size,
-                     (static_cast<uint64_t>(rd()) << 32) | rd());
-    std::vector<std::string> keys =
-        make_keys(kKeyCount, (static_cast<uint64_t>(rd()) << 32) | rd());
+    pool = std::make_unique<PayloadPool>(cfg.record_size, cfg.random_ratio, cfg.random_pool_size,
+                                         (static_cast<uint64_t>(rd()) << 32) | rd());
+    keys = make_keys(kKeyCount, (static_cast<uint64_t>(rd()) << 32) | rd());
     service = std::make_unique<ProducerService>(producers, &dctx);
     SelfWatch watch(catchup_prefix_mode ? nullptr : service.get());
     auto hook = [&](const PeriodResult& r, double e) { watch.on_period(r, e); };
@@ -361,7 +364,7 @@ int run_perf(const PerfConfig& cfg) {
         static_cast<int64_t>(cfg.reporting_interval_seconds) * 1'000'000'000;
 
     if (!catchup_prefix_mode) {
-      service->start(&pool, &keys, cfg.send_rate);
+      service->start(pool.get(), &keys, cfg.send_rate);
       if (cfg.warmup_duration_minutes > 0) {
         log_info("Warming up for " + std::to_string(cfg.warmup_duration_minutes) + " minutes...");
         int64_t ws = now_ms();
