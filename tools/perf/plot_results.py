@@ -88,7 +88,8 @@ def svg_chart(title, ylabel, series, xlabel="time (s)", logx=False):
         o.append('<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/>' % (L, L + pw, sy(yv), sy(yv)))
         o.append('<text x="%d" y="%.1f" text-anchor="end">%g</text>' % (L - 6, sy(yv) + 4, round(yv, 3)))
         xv = xmin + (xmax - xmin) * i / 5
-        label = "%g" % round(10 ** xv if logx else xv, 3)
+        # Quantile charts: x = 100 / (100 - p) on a log scale, labelled as the percentile p.
+        label = ("%g%%" % round(100 - 100 / 10 ** xv, 3)) if logx else "%g" % round(xv, 3)
         o.append('<text x="%.1f" y="%d" text-anchor="middle">%s</text>' % (L + pw * i / 5, T + ph + 18, label))
     o.append('<rect x="%d" y="%d" width="%d" height="%d" fill="none" stroke="#888"/>' % (L, T, pw, ph))
     o.append('<text x="%d" y="%d" text-anchor="middle">%s</text>' % (L + pw / 2, H - 8, xlabel))
@@ -133,7 +134,7 @@ def plot(results, out_dir):
             # OMB's quantile chart: x = 100 / (100 - percentile), log scale.
             series.append((name, [100.0 / (100.0 - k) for k, _ in q], [v for _, v in q]))
         specs.append(("%s-latency-quantiles" % kind, "%s latency quantiles" % kind.capitalize(),
-                      "ms", series, "percentile (1/(1-p), log)", True))
+                      "ms", series, "percentile", True))
     for fname, title, ylabel, series, xlabel, logx in specs:
         path = os.path.join(out_dir, fname + ".svg")
         with open(path, "w") as f:
