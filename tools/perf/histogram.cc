@@ -147,6 +147,34 @@ int64_t Histogram::value_at_percentile(double p) const {
   return 0;
 }
 
+std::vector<int64_t> Histogram::values_at_percentiles(const std::vector<double>& ps,
+                                                      double* mean_out) const {
+  std::vector<int64_t> out(ps.size(), 0);
+  if (mean_out) *mean_out = 0.0;
+  if (total_ == 0) return out;
+  std::vector<int64_t> need(ps.size());
+  for (size_t k = 0; k < ps.size(); ++k) {
+    double q = std::min(std::max(std::nextafter(ps[k], -INFINITY), 0.0), 100.0);
+    need[k] = std::max<int64_t>(
+        static_cast<int64_t>(std::ceil((q / 100.0) * static_cast<double>(total_))), 1);
+  }
+  size_t next = 0;
+  int64_t cum = 0;
+  double sum = 0;
+  for (size_t i = min_index_; i <= max_index_; ++i) {
+    if (counts_[i] == 0) continue;
+    cum += counts_[i];
+    int64_t v = value_from_index(i);
+    sum += static_cast<double>(median_equivalent(v)) * static_cast<double>(counts_[i]);
+    while (next < ps.size() && cum >= need[next]) {
+      out[next] = ps[next] == 0.0 ? lowest_equivalent(v) : highest_equivalent(v);
+      ++next;
+    }
+  }
+  if (mean_out) *mean_out = sum / static_cast<double>(total_);
+  return out;
+}
+
 std::map<double, int64_t> Histogram::percentile_map(int ticks) const {
   std::map<double, int64_t> out;
   if (total_ == 0) return out;

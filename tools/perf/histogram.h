@@ -31,6 +31,10 @@ class Histogram {
   int64_t min() const;
   int64_t max() const;
   int64_t value_at_percentile(double p) const;
+  // value_at_percentile() of several ascending percentiles and the mean, in one pass over the
+  // counts (the statistics thread does this every reporting interval).
+  std::vector<int64_t> values_at_percentiles(const std::vector<double>& ascending,
+                                             double* mean_out) const;
   // (actual cumulative percentile, highest equivalent value) pairs of Java's
   // percentiles(ticksPerHalfDistance) iteration, collapsed into a sorted map like a TreeMap.
   std::map<double, int64_t> percentile_map(int ticks_per_half_distance) const;

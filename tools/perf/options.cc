@@ -259,16 +259,26 @@ std::string alnum_prefix_default(int64_t now_ms, const std::string& suffix) {
 }  // namespace
 
 std::string usage_line() {
-  std::string u = "usage: performance-test";
+  // Wrapped at 80 columns with continuation lines aligned after the program name, as
+  // argparse4j prints it.
+  const std::string head = "usage: performance-test";
+  const std::string indent(head.size() + 1, ' ');
+  std::string u = head, line = head;
   for (const auto& s : specs(300)) {
-    std::string name = s.short_name ? s.short_name : s.long_name;
-    u += " [" + name;
+    std::string item = std::string("[") + (s.short_name ? s.short_name : s.long_name);
     if (s.kind == Kind::kList) {
-      u += " [" + std::string(s.metavar) + " [" + s.metavar + " ...]]";
+      item += " [" + std::string(s.metavar) + " [" + s.metavar + " ...]]";
     } else if (s.metavar && s.kind != Kind::kFlag && s.kind != Kind::kHelp) {
-      u += " " + std::string(s.metavar);
+      item += " " + std::string(s.metavar);
     }
-    u += "]";
+    item += "]";
+    if (line.size() + 1 + item.size() > 80 && line.size() > indent.size()) {
+      u += "\n" + indent + item;
+      line = indent + item;
+    } else {
+      u += " " + item;
+      line += " " + item;
+    }
   }
   return u + "\n";
 }

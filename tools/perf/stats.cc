@@ -9,15 +9,15 @@ namespace shale::perf {
 LatencySummary summarize(const Histogram& h) {
   LatencySummary s;
   s.count = h.total_count();
-  s.mean = h.mean();
   s.min = static_cast<double>(h.min());
-  s.p50 = static_cast<double>(h.value_at_percentile(50));
-  s.p75 = static_cast<double>(h.value_at_percentile(75));
-  s.p90 = static_cast<double>(h.value_at_percentile(90));
-  s.p95 = static_cast<double>(h.value_at_percentile(95));
-  s.p99 = static_cast<double>(h.value_at_percentile(99));
-  s.p999 = static_cast<double>(h.value_at_percentile(99.9));
-  s.p9999 = static_cast<double>(h.value_at_percentile(99.99));
+  auto v = h.values_at_percentiles({50, 75, 90, 95, 99, 99.9, 99.99}, &s.mean);
+  s.p50 = static_cast<double>(v[0]);
+  s.p75 = static_cast<double>(v[1]);
+  s.p90 = static_cast<double>(v[2]);
+  s.p95 = static_cast<double>(v[3]);
+  s.p99 = static_cast<double>(v[4]);
+  s.p999 = static_cast<double>(v[5]);
+  s.p9999 = static_cast<double>(v[6]);
   s.max = static_cast<double>(h.max());
   return s;
 }

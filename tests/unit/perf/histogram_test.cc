@@ -63,6 +63,23 @@ TEST(PerfHistogram, CeilRankNotRounding) {
   EXPECT_EQ(h.value_at_percentile(33.3), 10);
 }
 
+TEST(PerfHistogram, OnePassPercentilesEqualSeparateQueries) {
+  Histogram h = make();
+  uint64_t x = 12345;
+  for (int i = 0; i < 5000; ++i) {
+    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+    h.record(static_cast<int64_t>((x >> 33) % 5'000'000));
+  }
+  std::vector<double> ps = {0, 50, 75, 90, 95, 99, 99.9, 99.99, 100};
+  double mean = -1;
+  auto v = h.values_at_percentiles(ps, &mean);
+  for (size_t k = 0; k < ps.size(); ++k) EXPECT_EQ(v[k], h.value_at_percentile(ps[k])) << ps[k];
+  EXPECT_DOUBLE_EQ(mean, h.mean());
+  Histogram empty = make();
+  EXPECT_EQ(empty.values_at_percentiles(ps, &mean), std::vector<int64_t>(ps.size(), 0));
+  EXPECT_EQ(mean, 0.0);
+}
+
 TEST(PerfHistogram, ZeroAndWideBuckets) {
   Histogram h = make();
   h.record(0);
