@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -36,6 +37,22 @@ std::optional<uint64_t> read_self_ticks() {
   return parse_proc_stat_ticks(line);
 }
 }  // namespace
+
+std::vector<std::string> bottleneck_warnings(std::optional<double> cpu, int budget,
+                                             int64_t lag_ns) {
+  std::vector<std::string> w;
+  if (cpu && *cpu > 0.7 * budget) {
+    w.push_back("shale perf uses " + std::to_string(std::lround(*cpu * 100)) +
+                "% CPU, more than 70% of its " + std::to_string(budget) +
+                "-core budget: the load generator may be the bottleneck");
+  }
+  if (lag_ns > 1'000'000'000) {
+    w.push_back("The send loop is " + std::to_string(lag_ns / 1'000'000) +
+                " ms behind the target rate (producers blocked on a full buffer, or not enough "
+                "CPU)");
+  }
+  return w;
+}
 
 CpuMonitor::CpuMonitor() {
   cpu_set_t set;

@@ -6,11 +6,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace shale::perf {
 
 // Parses utime+stime (clock ticks) out of a /proc/<pid>/stat line; nullopt if malformed.
 std::optional<uint64_t> parse_proc_stat_ticks(const std::string& stat_line);
+
+// The warnings for one reporting period: CPU above 70 % of the core budget, or the send loop
+// more than 1 s behind the rate limiter's slots. Empty when the tool is not the bottleneck.
+std::vector<std::string> bottleneck_warnings(std::optional<double> cpu_cores, int core_budget,
+                                             int64_t send_lag_ns);
 
 class CpuMonitor {
  public:

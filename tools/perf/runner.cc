@@ -148,18 +148,10 @@ class SelfWatch {
     int64_t lag = producers_ ? producers_->take_max_lag_ns() : 0;
     int64_t now = mono_ns();
     if (now - last_warn_ns_ < 10'000'000'000) return;
-    if (cpu && *cpu > 0.7 * cpu_.core_budget()) {
-      last_warn_ns_ = now;
-      log_warn("shale perf uses " + decimal_format(*cpu * 100, 0, 0) +
-               "% CPU, more than 70% of its " + std::to_string(cpu_.core_budget()) +
-               "-core budget: the load generator may be the bottleneck");
-    }
-    if (lag > 1'000'000'000) {
-      last_warn_ns_ = now;
-      log_warn(
-          "The send loop is " + decimal_format(static_cast<double>(lag) / 1e6, 0, 0) +
-          " ms behind the target rate (producers blocked on a full buffer, or not enough CPU)");
-    }
+    auto warnings = bottleneck_warnings(cpu, cpu_.core_budget(), lag);
+    if (warnings.empty()) return;
+    last_warn_ns_ = now;
+    for (const auto& w : warnings) log_warn(w);
   }
   void reset_history() { cpu_history_.clear(); }
   const std::vector<double>& cpu_history() const { return cpu_history_; }

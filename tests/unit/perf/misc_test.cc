@@ -26,6 +26,20 @@ TEST(PerfCpu, SamplesOwnCpu) {
   EXPECT_GE(*s, 0.0);
 }
 
+TEST(PerfCpu, BottleneckWarnings) {
+  EXPECT_TRUE(bottleneck_warnings(0.5, 2, 0).empty());
+  EXPECT_TRUE(bottleneck_warnings(1.4, 2, 1'000'000'000).empty());  // exactly 70 %, 1 s
+  EXPECT_TRUE(bottleneck_warnings(std::nullopt, 1, 0).empty());
+  auto cpu = bottleneck_warnings(0.75, 1, 0);
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_EQ(cpu[0],
+            "shale perf uses 75% CPU, more than 70% of its 1-core budget: the load generator may "
+            "be the bottleneck");
+  auto both = bottleneck_warnings(3.0, 4, 2'500'000'000);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[1].rfind("The send loop is 2500 ms behind the target rate", 0), 0u);
+}
+
 TEST(PerfReadiness, CountsDistinctPartitions) {
   ReadinessTracker t({2, 3});
   t.seen(0, 0);
