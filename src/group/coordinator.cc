@@ -407,6 +407,7 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
                                                      const std::string& new_id, JoinRequest& req,
                                                      JoinCallback& cb, int64_t now, Deferred& d) {
   const std::string instance = *req.group_instance_id;
+  const std::string old_leader = g.leader_or_empty();
   Member& m = g.replace_static_member(instance, old_id, new_id, d);
   schedule_heartbeat(g, m, now, m.session_timeout_ms);
   auto old_protocols = m.protocols;
@@ -438,19 +439,23 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
         r.generation_id = g.generation();
         r.protocol_type = g.protocol_type();
         r.protocol_name = g.protocol_name();
-        r.leader = g.leader_or_empty();
+        r.leader = old_leader;
         return reply(d, pending, std::move(r));
       }
-      // KIP-814: a static leader that re-joins gets the members but must not re-assign.
-      const bool leader = g.is_leader(new_id);
       JoinResult r;
       r.generation_id = g.generation();
       r.protocol_type = g.protocol_type();
       r.protocol_name = g.protocol_name();
-      r.leader = g.leader_or_empty();
       r.member_id = new_id;
-      r.skip_assignment = leader;
-      if (leader) r.members = g.current_member_metadata();
+      if (req.api_version >= 9) {
+        // KIP-814: a static leader that re-joins gets the members but must not re-assign.
+        const bool leader = g.is_leader(new_id);
+        r.leader = g.leader_or_empty();
+        r.skip_assignment = leader;
+        if (leader) r.members = g.current_member_metadata();
+      } else {
+        r.leader = old_leader;  // as Kafka: the leader id from before the replacement
+      }
       ClassicGroup::complete_join(nm, std::move(r), d);
       return;
     }
@@ -458,7 +463,8 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
       // The leader may already be assigning with the old member id: start over.
       return prepare_rebalance(g, now, d);
     case GroupState::kPreparingRebalance:
-      return;  // the member now waits for the join phase with its new id
+      // The member now waits for the join phase with its new id (it may have been the last).
+      return maybe_complete_join_phase(g, now, d);
     case GroupState::kEmpty:
     case GroupState::kDead:
       assert(false && "a group with a static member cannot be empty");
@@ -872,6 +878,12 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
     drop_if_unused();
     return fail_all(e);
   }
+  // As in Kafka, a member's commit counts as a heartbeat while the group is Stable or
+  // PreparingRebalance (validation above guarantees the member exists then).
+  if (g->is(GroupState::kStable) || g->is(GroupState::kPreparingRebalance)) {
+    if (Member* m = g->member(req.member_id))
+      schedule_heartbeat(*g, *m, now, m->session_timeout_ms);
+  }
   std::vector<OffsetRecord> records;
   for (size_t ti = 0; ti < req.topics.size(); ++ti) {
     const auto& t = req.topics[ti];
@@ -972,6 +984,10 @@ OffsetDeleteResult Coordinator::delete_offsets(const OffsetDeleteRequest& req) {
     OffsetDeleteResult out;
     if (!loaded_) {
       out.error_code = err::kCoordinatorLoadInProgress;
+      return out;
+    }
+    if (req.group_id.empty()) {
+      out.error_code = err::kInvalidGroupId;
       return out;
     }
     ClassicGroup* g = find(req.group_id);

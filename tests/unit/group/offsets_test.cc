@@ -97,6 +97,17 @@ TEST(Offsets, GenerationAndMemberChecks) {
   EXPECT_EQ(h.fetch("g", "t", 0), 5);
 }
 
+TEST(Offsets, CommitsKeepTheSessionAlive) {
+  Harness h;
+  TwoMembers t = stable_pair(h);
+  for (int i = 0; i < 5; ++i) {
+    h.advance(9000);
+    EXPECT_EQ(h.commit("g", t.a, t.generation, "t", 0, i), err::kNone);
+    EXPECT_EQ(h.heartbeat("g", t.b, t.generation), err::kNone);
+  }
+  EXPECT_EQ(h.state("g"), "Stable");
+}
+
 TEST(Offsets, SimpleCommitsCreateAnEmptyGroup) {
   Harness h;
   EXPECT_EQ(h.commit("simple", "", -1, "t", 3, 99), err::kNone);
@@ -167,6 +178,7 @@ TEST(Offsets, DeleteRules) {
   Harness h;
   OffsetDeleteRequest missing{"nogroup", {{"t", {0}}}};
   EXPECT_EQ(h.c->delete_offsets(missing).error_code, err::kGroupIdNotFound);
+  EXPECT_EQ(h.c->delete_offsets(OffsetDeleteRequest{"", {}}).error_code, err::kInvalidGroupId);
 
   TwoMembers t = consumer_group(h, {"sub"});
   EXPECT_EQ(h.commit("g", t.a, t.generation, "sub", 0, 1), err::kNone);

@@ -280,6 +280,32 @@ TEST(Static, RestartedLeaderGetsMembersButSkipsAssignment) {
   EXPECT_EQ(h.state("g"), "Stable");
 }
 
+TEST(Static, OldClientsDoNotGetSkipAssignment) {
+  Harness h;
+  StaticPair s = stable_static_pair(h);
+  JoinRequest r = Harness::join_req("g", "");
+  r.group_instance_id = "ia";
+  r.api_version = 8;
+  JoinFuture a = h.join(r);
+  ASSERT_TRUE(a.done());
+  EXPECT_EQ(a.error(), err::kNone);
+  EXPECT_FALSE(a.get().skip_assignment);
+  EXPECT_TRUE(a.get().members.empty());
+  EXPECT_EQ(a.get().leader, s.a);  // Kafka answers with the leader id from before
+  EXPECT_EQ(h.state("g"), "Stable");
+}
+
+TEST(Static, ReplacementOfTheLastMissingMemberCompletesTheRound) {
+  Harness h;
+  StaticPair s = stable_static_pair(h);
+  JoinFuture a = join_static(h, "ia", s.a, {{"range", "new"}});  // rebalance
+  EXPECT_FALSE(a.done());
+  JoinFuture b = join_static(h, "ib");  // b restarted and comes back without its id
+  ASSERT_TRUE(a.done() && b.done());
+  EXPECT_EQ(a.get().generation_id, s.generation + 1);
+  EXPECT_NE(b.get().member_id, s.b);
+}
+
 TEST(Static, ProtocolsThatChangeTheSelectionForceARebalance) {
   Harness h;
   StaticPair s = stable_static_pair(h, {{"range", "md"}, {"roundrobin", "md"}});
