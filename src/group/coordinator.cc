@@ -207,9 +207,12 @@ bool Coordinator::loaded() const {
 }
 
 Status Coordinator::load() {
+  if (loaded()) return Error::make(Errc::kInvalidArgument, "group coordinator already loaded");
   auto stored = store_->load_all();
   if (!stored.ok()) return std::move(stored).error();
   return locked([&](int64_t now, Deferred& d) -> Status {
+    if (loaded_) return Error::make(Errc::kInvalidArgument, "group coordinator already loaded");
+    unloaded_ = false;
     groups_.clear();
     timers_ = {};
     for (const auto& sg : *stored) {
@@ -225,6 +228,23 @@ Status Coordinator::load() {
     next_expiration_check_ms_ = now + config_.offsets_retention_check_interval_ms;
     spdlog::info("group coordinator loaded {} groups", groups_.size());
     return ok_status();
+  });
+}
+
+void Coordinator::unload() {
+  locked([&](int64_t now, Deferred& d) {
+    for (auto& [id, g] : groups_) {
+      for (auto& [mid, m] : g->members()) {
+        ClassicGroup::complete_join(m, join_error(err::kNotCoordinator, mid), d);
+        ClassicGroup::complete_sync(m, sync_error(err::kNotCoordinator), d);
+      }
+      g->transition_to(GroupState::kDead, now);
+    }
+    groups_.clear();
+    timers_ = {};
+    loaded_ = false;
+    unloaded_ = true;
+    spdlog::info("group coordinator unloaded");
   });
 }
 
@@ -253,7 +273,7 @@ void Coordinator::join_group(JoinRequest req, JoinCallback cb) {
 }
 
 void Coordinator::join(JoinRequest& req, JoinCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, join_error(err::kCoordinatorLoadInProgress, req.member_id));
+  if (!loaded_) return reply(d, cb, join_error(not_loaded_error(), req.member_id));
   if (req.group_id.empty()) return reply(d, cb, join_error(err::kInvalidGroupId, req.member_id));
   if (req.rebalance_timeout_ms < 0) req.rebalance_timeout_ms = req.session_timeout_ms;
   if (req.session_timeout_ms < config_.min_session_timeout_ms ||
@@ -678,7 +698,7 @@ void Coordinator::sync_group(SyncRequest req, SyncCallback cb) {
 }
 
 void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, sync_error(err::kCoordinatorLoadInProgress));
+  if (!loaded_) return reply(d, cb, sync_error(not_loaded_error()));
   if (req.group_id.empty()) return reply(d, cb, sync_error(err::kInvalidGroupId));
   ClassicGroup* g = find(req.group_id);
   if (!g) return reply(d, cb, sync_error(err::kUnknownMemberId));
@@ -738,7 +758,7 @@ void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred
 int16_t Coordinator::heartbeat(const HeartbeatRequest& req) {
   return locked([&](int64_t now, Deferred&) -> int16_t {
     // Kafka answers heartbeats blindly while loading: members keep their sessions.
-    if (!loaded_) return err::kNone;
+    if (!loaded_) return unloaded_ ? err::kNotCoordinator : err::kNone;
     if (req.group_id.empty()) return err::kInvalidGroupId;
     ClassicGroup* g = find(req.group_id);
     if (!g) return err::kUnknownMemberId;
@@ -770,7 +790,7 @@ LeaveResult Coordinator::leave_group(const LeaveRequest& req) {
 LeaveResult Coordinator::leave(const LeaveRequest& req, int64_t now, Deferred& d) {
   LeaveResult out;
   if (!loaded_) {
-    out.error_code = err::kCoordinatorLoadInProgress;
+    out.error_code = not_loaded_error();
     return out;
   }
   if (req.group_id.empty()) {
@@ -860,7 +880,7 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
     }
     return out;
   };
-  if (!loaded_) return fail_all(err::kCoordinatorLoadInProgress);
+  if (!loaded_) return fail_all(not_loaded_error());
   ClassicGroup* g = find(req.group_id);
   bool created = false;
   if (!g) {
@@ -930,7 +950,7 @@ FetchResult Coordinator::fetch_offsets(const FetchRequest& req) {
       FetchGroupResult gr;
       gr.group_id = fg.group_id;
       if (!loaded_) {
-        gr.error_code = err::kCoordinatorLoadInProgress;
+        gr.error_code = not_loaded_error();
         out.groups.push_back(std::move(gr));
         continue;
       }
@@ -983,7 +1003,7 @@ OffsetDeleteResult Coordinator::delete_offsets(const OffsetDeleteRequest& req) {
   return locked([&](int64_t, Deferred&) {
     OffsetDeleteResult out;
     if (!loaded_) {
-      out.error_code = err::kCoordinatorLoadInProgress;
+      out.error_code = not_loaded_error();
       return out;
     }
     if (req.group_id.empty()) {
@@ -1095,7 +1115,7 @@ ListGroupsResult Coordinator::list_groups(const ListGroupsRequest& req) {
   return locked([&](int64_t, Deferred&) {
     ListGroupsResult out;
     if (!loaded_) {
-      out.error_code = err::kCoordinatorLoadInProgress;
+      out.error_code = not_loaded_error();
       return out;
     }
     std::vector<std::string> states, types;
@@ -1120,7 +1140,7 @@ std::vector<DescribedGroup> Coordinator::describe_groups(const std::vector<std::
       DescribedGroup dg;
       dg.group_id = id;
       if (!loaded_) {
-        dg.error_code = err::kCoordinatorLoadInProgress;
+        dg.error_code = not_loaded_error();
         out.push_back(std::move(dg));
         continue;
       }
@@ -1155,7 +1175,7 @@ std::vector<DeleteGroupResult> Coordinator::delete_groups(const std::vector<std:
       DeleteGroupResult r{id, err::kNone};
       ClassicGroup* g = loaded_ ? find(id) : nullptr;
       if (!loaded_) {
-        r.error_code = err::kCoordinatorLoadInProgress;
+        r.error_code = not_loaded_error();
       } else if (!g) {
         r.error_code = err::kGroupIdNotFound;
       } else if (!g->is(GroupState::kEmpty)) {

@@ -151,6 +151,38 @@ TEST(Load, FailingStoreKeepsTheCoordinatorUnloaded) {
   EXPECT_FALSE(c.loaded());
 }
 
+TEST(Load, LoadingTwiceIsRefused) {
+  Harness h;
+  Status s = h.c->load();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.error().code, Errc::kInvalidArgument);
+}
+
+TEST(Load, UnloadAnswersParkedRequestsAndThenNotCoordinator) {
+  Harness h;
+  TwoMembers t = stable_pair(h);
+  EXPECT_EQ(h.commit("g", t.a, t.generation, "t", 0, 9), err::kNone);
+  JoinFuture a = h.rejoin("g", t.a);  // parked: b has not re-joined
+  JoinFuture b = h.rejoin("g", t.b);
+  SyncFuture sb = h.sync("g", t.b, t.generation + 1);  // parked: waits for the leader
+  JoinFuture c = h.join_new("g");                      // answers sb, parks c
+  ASSERT_TRUE(sb.done());
+  JoinFuture a2 = h.rejoin("g", t.a);
+  EXPECT_FALSE(a2.done());
+  h.c->unload();
+  ASSERT_TRUE(a2.done() && c.done());
+  EXPECT_EQ(a2.error(), err::kNotCoordinator);
+  EXPECT_EQ(c.error(), err::kNotCoordinator);
+  EXPECT_FALSE(h.c->loaded());
+  EXPECT_EQ(h.heartbeat("g", t.a, t.generation + 1), err::kNotCoordinator);
+  EXPECT_EQ(h.c->list_groups({}).error_code, err::kNotCoordinator);
+  EXPECT_EQ(h.commit("g", t.a, t.generation, "t", 0, 10), err::kNotCoordinator);
+  EXPECT_FALSE(h.c->next_deadline_ms().has_value());
+  // Loading again serves what was stored.
+  ASSERT_TRUE(h.c->load().ok());
+  EXPECT_EQ(h.fetch("g", "t", 0), 9);
+}
+
 TEST(Restart, StableGroupAndOffsetsSurvive) {
   Harness h;
   TwoMembers t = stable_pair(h);
