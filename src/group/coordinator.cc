@@ -39,6 +39,7 @@ bool inconsistent(const std::optional<std::string>& requested,
 
 template <typename T>
 void reply(Deferred& d, std::function<void(T)>& cb, T r) {
+  if (!cb) return;
   d.push_back([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
   cb = nullptr;
 }
@@ -235,7 +236,7 @@ void Coordinator::unload() {
   locked([&](int64_t now, Deferred& d) {
     for (auto& [id, g] : groups_) {
       for (auto& [mid, m] : g->members()) {
-        ClassicGroup::complete_join(m, join_error(err::kNotCoordinator, mid), d);
+        g->complete_join(m, join_error(err::kNotCoordinator, mid), d);
         ClassicGroup::complete_sync(m, sync_error(err::kNotCoordinator), d);
       }
       g->transition_to(GroupState::kDead, now);
@@ -448,12 +449,9 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
       if (!s.ok()) {
         spdlog::warn("group {}: storing replaced static member {} failed: {}", g.id(), instance,
                      s.error().to_string());
-        JoinCallback pending = std::move(nm.join_cb);
-        nm.join_cb = nullptr;
+        JoinCallback pending = g.take_join_callback(nm);
         Member& back = g.replace_static_member(instance, new_id, old_id, d);
-        back.protocols = std::move(old_protocols);
-        back.rebalance_timeout_ms = old_rebalance;
-        back.session_timeout_ms = old_session;
+        g.update_member(back, std::move(old_protocols), old_rebalance, old_session, nullptr, d);
         schedule_heartbeat(g, back, now, back.session_timeout_ms);
         JoinResult r = join_error(store_error(s.error()), "");
         r.generation_id = g.generation();
@@ -476,7 +474,7 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
       } else {
         r.leader = old_leader;  // as Kafka: the leader id from before the replacement
       }
-      ClassicGroup::complete_join(nm, std::move(r), d);
+      g.complete_join(nm, std::move(r), d);
       return;
     }
     case GroupState::kCompletingRebalance:
@@ -614,7 +612,7 @@ void Coordinator::complete_join(ClassicGroup& g, int64_t now, Deferred& d) {
     r.leader = g.leader_or_empty();
     r.member_id = id;
     if (g.is_leader(id)) r.members = g.current_member_metadata();
-    ClassicGroup::complete_join(m, std::move(r), d);
+    g.complete_join(m, std::move(r), d);
     schedule_heartbeat(g, m, now, m.session_timeout_ms);
     m.is_new = false;
     g.pending_sync().insert(id);

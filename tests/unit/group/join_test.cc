@@ -135,6 +135,28 @@ TEST(Join, SelectsTheProtocolAllSupportWithMostVotes) {
   }
 }
 
+TEST(Join, SupportedProtocolsFollowMemberUpdates) {
+  Harness h;
+  JoinFuture a = h.join_new("g", {{"range", "a"}, {"roundrobin", "a"}});
+  ASSERT_EQ(a.error(), err::kNone);
+  EXPECT_EQ(a.get().protocol_name, "range");
+  // a drops range: its new metadata starts a round that it alone completes.
+  JoinFuture a2 = h.rejoin("g", a.get().member_id, {{"roundrobin", "a"}});
+  ASSERT_TRUE(a2.done());
+  EXPECT_EQ(a2.get().protocol_name, "roundrobin");
+  EXPECT_EQ(h.join(Harness::join_req("g", "", {{"range", "b"}})).error(),
+            err::kInconsistentGroupProtocol);
+  JoinFuture p = h.join(Harness::join_req("g", "", {{"range", "b"}, {"roundrobin", "b"}}));
+  ASSERT_EQ(p.error(), err::kMemberIdRequired);
+  // Duplicate names in one member's list count once.
+  JoinFuture b = h.join(
+      Harness::join_req("g", p.get().member_id, {{"roundrobin", "b"}, {"roundrobin", "b2"}}));
+  JoinFuture a3 = h.rejoin("g", a.get().member_id, {{"roundrobin", "a"}});
+  ASSERT_TRUE(b.done() && a3.done());
+  EXPECT_EQ(b.error(), err::kNone);
+  EXPECT_EQ(a3.get().protocol_name, "roundrobin");
+}
+
 TEST(Join, InitialRebalanceDelayWaitsForMoreMembers) {
   Harness h([](CoordinatorConfig& c) { c.initial_rebalance_delay_ms = 3000; });
   JoinFuture a = h.join_new("g");
