@@ -60,8 +60,29 @@ std::optional<std::string> ClassicGroup::static_member_id(
   return it->second;
 }
 
+void ClassicGroup::count_protocols(const Member& m, int delta) {
+  std::set<std::string> names;
+  for (const auto& p : m.protocols) names.insert(p.name);
+  for (const auto& n : names) {
+    int& c = protocol_counts_[n];
+    c += delta;
+    if (c == 0) protocol_counts_.erase(n);
+  }
+}
+
+std::set<std::string> ClassicGroup::candidate_protocols() const {
+  std::set<std::string> out;
+  for (const auto& [name, n] : protocol_counts_) {
+    if (static_cast<size_t>(n) == members_.size()) out.insert(name);
+  }
+  return out;
+}
+
 void ClassicGroup::add(Member m) {
+  assert(!members_.count(m.member_id));
   if (members_.empty()) protocol_type_ = m.protocol_type;
+  if (m.awaiting_join()) ++awaiting_join_;
+  count_protocols(m, +1);
   if (!leader_) leader_ = m.member_id;
   if (m.group_instance_id) static_members_[*m.group_instance_id] = m.member_id;
   pending_members_.erase(m.member_id);
@@ -83,6 +104,7 @@ void ClassicGroup::remove(const std::string& member_id, Deferred& d) {
       auto s = static_members_.find(*m.group_instance_id);
       if (s != static_members_.end() && s->second == member_id) static_members_.erase(s);
     }
+    count_protocols(m, -1);
     members_.erase(it);
   }
   if (is_leader(member_id)) {
@@ -103,7 +125,9 @@ void ClassicGroup::remove(const std::string& member_id, Deferred& d) {
 void ClassicGroup::update_member(Member& m, std::vector<JoinProtocol> protocols,
                                  int32_t rebalance_timeout_ms, int32_t session_timeout_ms,
                                  JoinCallback cb, Deferred& d) {
+  count_protocols(m, -1);
   m.protocols = std::move(protocols);
+  count_protocols(m, +1);
   m.rebalance_timeout_ms = rebalance_timeout_ms;
   m.session_timeout_ms = session_timeout_ms;
   if (m.join_cb) {
@@ -115,6 +139,7 @@ void ClassicGroup::update_member(Member& m, std::vector<JoinProtocol> protocols,
     complete_join(m, std::move(old), d);
   }
   m.join_cb = std::move(cb);
+  if (m.join_cb) ++awaiting_join_;
 }
 
 Member& ClassicGroup::replace_static_member(const std::string& instance, const std::string& old_id,
@@ -141,8 +166,12 @@ Member& ClassicGroup::replace_static_member(const std::string& instance, const s
 }
 
 size_t ClassicGroup::num_awaiting_join() const {
-  return static_cast<size_t>(std::count_if(
-      members_.begin(), members_.end(), [](const auto& kv) { return kv.second.awaiting_join(); }));
+  // The counter must match a recount; Debug builds (the unit suite) check it on every use.
+  assert(awaiting_join_ ==
+         static_cast<size_t>(std::count_if(members_.begin(), members_.end(), [](const auto& kv) {
+           return kv.second.awaiting_join();
+         })));
+  return awaiting_join_;
 }
 
 bool ClassicGroup::maybe_elect_new_joined_leader() {
@@ -171,21 +200,17 @@ bool ClassicGroup::supports_protocols(const std::string& type,
   if (!protocol_type_ || *protocol_type_ != type) return false;
   // Some protocol of the joining member must be supported by every current member.
   for (const auto& p : ps) {
-    bool all = std::all_of(members_.begin(), members_.end(),
-                           [&](const auto& kv) { return kv.second.metadata(p.name) != nullptr; });
-    if (all) return true;
+    auto it = protocol_counts_.find(p.name);
+    if (it != protocol_counts_.end() && static_cast<size_t>(it->second) == members_.size()) {
+      return true;
+    }
   }
   return false;
 }
 
 std::string ClassicGroup::select_protocol() const {
   assert(!members_.empty());
-  std::set<std::string> candidates;
-  for (const auto& p : members_.begin()->second.protocols) {
-    bool all = std::all_of(members_.begin(), members_.end(),
-                           [&](const auto& kv) { return kv.second.metadata(p.name) != nullptr; });
-    if (all) candidates.insert(p.name);
-  }
+  const std::set<std::string> candidates = candidate_protocols();
   std::map<std::string, int> votes;
   for (const auto& [id, m] : members_) {
     if (auto v = m.vote(candidates)) ++votes[*v];
@@ -233,10 +258,19 @@ std::optional<std::set<std::string>> ClassicGroup::compute_subscribed_topics() c
 }
 
 bool ClassicGroup::complete_join(Member& m, JoinResult r, Deferred& d) {
-  if (!m.join_cb) return false;
-  d.push_back([cb = std::move(m.join_cb), r = std::move(r)]() mutable { cb(std::move(r)); });
-  m.join_cb = nullptr;
+  JoinCallback cb = take_join_callback(m);
+  if (!cb) return false;
+  d.push_back([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
   return true;
+}
+
+JoinCallback ClassicGroup::take_join_callback(Member& m) {
+  if (!m.join_cb) return nullptr;
+  assert(awaiting_join_ > 0);
+  --awaiting_join_;
+  JoinCallback cb = std::move(m.join_cb);
+  m.join_cb = nullptr;
+  return cb;
 }
 
 bool ClassicGroup::complete_sync(Member& m, SyncResult r, Deferred& d) {
@@ -294,6 +328,8 @@ void ClassicGroup::restore(const GroupRecord& r) {
   state_timestamp_ms_ = r.state_timestamp_ms;
   members_.clear();
   static_members_.clear();
+  protocol_counts_.clear();
+  awaiting_join_ = 0;
   for (const auto& s : r.members) {
     Member m;
     m.member_id = s.member_id;
@@ -306,6 +342,7 @@ void ClassicGroup::restore(const GroupRecord& r) {
     if (protocol_name_) m.protocols.push_back(JoinProtocol{*protocol_name_, s.subscription});
     m.assignment = s.assignment;
     if (m.group_instance_id) static_members_[*m.group_instance_id] = m.member_id;
+    count_protocols(m, +1);
     members_.emplace(m.member_id, std::move(m));
   }
   if (leader_ && !members_.count(*leader_)) leader_.reset();

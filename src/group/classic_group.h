@@ -124,8 +124,10 @@ class ClassicGroup {
   bool uses_consumer_protocol() const { return protocol_type_ == kConsumerProtocolType; }
 
   // Completing parked requests (no-ops when nothing is parked). Return whether one was parked.
-  static bool complete_join(Member& m, JoinResult r, Deferred& d);
+  // Always go through these (or take_join_callback) so the count of waiting members holds.
+  bool complete_join(Member& m, JoinResult r, Deferred& d);
   static bool complete_sync(Member& m, SyncResult r, Deferred& d);
+  JoinCallback take_join_callback(Member& m);
   std::vector<JoinResponseMember> current_member_metadata() const;
 
   // ---- persistence ----
@@ -149,6 +151,10 @@ class ClassicGroup {
 
  private:
   std::optional<std::set<std::string>> compute_subscribed_topics() const;
+  // Kafka's supportedProtocols: for each protocol name, how many members support it, so that
+  // joins into large groups stay O(protocols) instead of O(members).
+  void count_protocols(const Member& m, int delta);
+  std::set<std::string> candidate_protocols() const;
 
   std::string id_;
   GroupState state_ = GroupState::kEmpty;
@@ -163,6 +169,8 @@ class ClassicGroup {
   std::map<std::string, uint64_t> pending_members_;
   std::set<std::string> pending_sync_;
   std::optional<std::set<std::string>> subscribed_topics_;
+  std::map<std::string, int> protocol_counts_;
+  size_t awaiting_join_ = 0;  // members with a parked JoinGroup
   std::map<std::string, std::map<int32_t, OffsetValue>> offsets_;
 };
 

@@ -39,6 +39,7 @@ bool inconsistent(const std::optional<std::string>& requested,
 
 template <typename T>
 void reply(Deferred& d, std::function<void(T)>& cb, T r) {
+  if (!cb) return;
   d.push_back([cb = std::move(cb), r = std::move(r)]() mutable { cb(std::move(r)); });
   cb = nullptr;
 }
@@ -207,9 +208,12 @@ bool Coordinator::loaded() const {
 }
 
 Status Coordinator::load() {
+  if (loaded()) return Error::make(Errc::kInvalidArgument, "group coordinator already loaded");
   auto stored = store_->load_all();
   if (!stored.ok()) return std::move(stored).error();
   return locked([&](int64_t now, Deferred& d) -> Status {
+    if (loaded_) return Error::make(Errc::kInvalidArgument, "group coordinator already loaded");
+    unloaded_ = false;
     groups_.clear();
     timers_ = {};
     for (const auto& sg : *stored) {
@@ -218,13 +222,30 @@ Status Coordinator::load() {
       for (const auto& o : sg.offsets) g.offsets()[o.topic][o.partition] = o.value;
       for (auto& [id, m] : g.members()) schedule_heartbeat(g, m, now, m.session_timeout_ms);
       if (g.is(GroupState::kStable) && g.size() > static_cast<size_t>(config_.max_size)) {
-        prepare_rebalance(g, now, d);
+        prepare_rebalance(g, now, d, "loaded above group.max.size");
       }
     }
     loaded_ = true;
     next_expiration_check_ms_ = now + config_.offsets_retention_check_interval_ms;
     spdlog::info("group coordinator loaded {} groups", groups_.size());
     return ok_status();
+  });
+}
+
+void Coordinator::unload() {
+  locked([&](int64_t now, Deferred& d) {
+    for (auto& [id, g] : groups_) {
+      for (auto& [mid, m] : g->members()) {
+        g->complete_join(m, join_error(err::kNotCoordinator, mid), d);
+        ClassicGroup::complete_sync(m, sync_error(err::kNotCoordinator), d);
+      }
+      g->transition_to(GroupState::kDead, now);
+    }
+    groups_.clear();
+    timers_ = {};
+    loaded_ = false;
+    unloaded_ = true;
+    spdlog::info("group coordinator unloaded");
   });
 }
 
@@ -253,7 +274,7 @@ void Coordinator::join_group(JoinRequest req, JoinCallback cb) {
 }
 
 void Coordinator::join(JoinRequest& req, JoinCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, join_error(err::kCoordinatorLoadInProgress, req.member_id));
+  if (!loaded_) return reply(d, cb, join_error(not_loaded_error(), req.member_id));
   if (req.group_id.empty()) return reply(d, cb, join_error(err::kInvalidGroupId, req.member_id));
   if (req.rebalance_timeout_ms < 0) req.rebalance_timeout_ms = req.session_timeout_ms;
   if (req.session_timeout_ms < config_.min_session_timeout_ms ||
@@ -358,7 +379,8 @@ void Coordinator::join_existing_member(ClassicGroup& g, JoinRequest& req, JoinCa
     g.update_member(m, std::move(req.protocols), req.rebalance_timeout_ms, req.session_timeout_ms,
                     std::move(cb), d);
     cb = nullptr;
-    maybe_prepare_rebalance_or_complete_join(g, now, d);
+    maybe_prepare_rebalance_or_complete_join(
+        g, now, d, "member " + id + " re-joined; client reason: " + req.reason.value_or("none"));
   };
   switch (g.state()) {
     case GroupState::kPreparingRebalance:
@@ -400,13 +422,16 @@ void Coordinator::add_member_and_rebalance(ClassicGroup& g, const std::string& m
   // A new member cannot heartbeat while its JoinGroup is parked, and a client that gave up
   // would leave a defunct member behind: expire new members after a fixed join timeout.
   schedule_heartbeat(g, *g.member(member_id), now, config_.new_member_join_timeout_ms);
-  maybe_prepare_rebalance_or_complete_join(g, now, d);
+  maybe_prepare_rebalance_or_complete_join(
+      g, now, d,
+      "new member " + member_id + " joined; client reason: " + req.reason.value_or("none"));
 }
 
 void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std::string& old_id,
                                                      const std::string& new_id, JoinRequest& req,
                                                      JoinCallback& cb, int64_t now, Deferred& d) {
   const std::string instance = *req.group_instance_id;
+  const std::string old_leader = g.leader_or_empty();
   Member& m = g.replace_static_member(instance, old_id, new_id, d);
   schedule_heartbeat(g, m, now, m.session_timeout_ms);
   auto old_protocols = m.protocols;
@@ -418,7 +443,8 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
   switch (g.state()) {
     case GroupState::kStable: {
       if (g.protocol_name().value_or("") != g.select_protocol()) {
-        return maybe_prepare_rebalance_or_complete_join(g, now, d);
+        return maybe_prepare_rebalance_or_complete_join(
+            g, now, d, "static member " + instance + " changed the selected protocol");
       }
       // Same protocol: the member keeps its assignment under the new id, no rebalance. The new
       // id must be durable, or a restarted coordinator would fence the member.
@@ -427,38 +453,41 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
       if (!s.ok()) {
         spdlog::warn("group {}: storing replaced static member {} failed: {}", g.id(), instance,
                      s.error().to_string());
-        JoinCallback pending = std::move(nm.join_cb);
-        nm.join_cb = nullptr;
+        JoinCallback pending = g.take_join_callback(nm);
         Member& back = g.replace_static_member(instance, new_id, old_id, d);
-        back.protocols = std::move(old_protocols);
-        back.rebalance_timeout_ms = old_rebalance;
-        back.session_timeout_ms = old_session;
+        g.update_member(back, std::move(old_protocols), old_rebalance, old_session, nullptr, d);
         schedule_heartbeat(g, back, now, back.session_timeout_ms);
         JoinResult r = join_error(store_error(s.error()), "");
         r.generation_id = g.generation();
         r.protocol_type = g.protocol_type();
         r.protocol_name = g.protocol_name();
-        r.leader = g.leader_or_empty();
+        r.leader = old_leader;
         return reply(d, pending, std::move(r));
       }
-      // KIP-814: a static leader that re-joins gets the members but must not re-assign.
-      const bool leader = g.is_leader(new_id);
       JoinResult r;
       r.generation_id = g.generation();
       r.protocol_type = g.protocol_type();
       r.protocol_name = g.protocol_name();
-      r.leader = g.leader_or_empty();
       r.member_id = new_id;
-      r.skip_assignment = leader;
-      if (leader) r.members = g.current_member_metadata();
-      ClassicGroup::complete_join(nm, std::move(r), d);
+      if (req.api_version >= 9) {
+        // KIP-814: a static leader that re-joins gets the members but must not re-assign.
+        const bool leader = g.is_leader(new_id);
+        r.leader = g.leader_or_empty();
+        r.skip_assignment = leader;
+        if (leader) r.members = g.current_member_metadata();
+      } else {
+        r.leader = old_leader;  // as Kafka: the leader id from before the replacement
+      }
+      g.complete_join(nm, std::move(r), d);
       return;
     }
     case GroupState::kCompletingRebalance:
       // The leader may already be assigning with the old member id: start over.
-      return prepare_rebalance(g, now, d);
+      return prepare_rebalance(
+          g, now, d, "static member " + instance + " replaced during CompletingRebalance");
     case GroupState::kPreparingRebalance:
-      return;  // the member now waits for the join phase with its new id
+      // The member now waits for the join phase with its new id (it may have been the last).
+      return maybe_complete_join_phase(g, now, d);
     case GroupState::kEmpty:
     case GroupState::kDead:
       assert(false && "a group with a static member cannot be empty");
@@ -489,15 +518,16 @@ int16_t Coordinator::validate_member(const ClassicGroup& g, const std::string& i
 // Rebalance machinery
 
 void Coordinator::maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now,
-                                                           Deferred& d) {
+                                                           Deferred& d, const std::string& reason) {
   if (g.can_rebalance()) {
-    prepare_rebalance(g, now, d);
+    prepare_rebalance(g, now, d, reason);
   } else {
     maybe_complete_join_phase(g, now, d);
   }
 }
 
-void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d) {
+void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d,
+                                    const std::string& reason) {
   // Members waiting in SyncGroup must re-join.
   if (g.is(GroupState::kCompletingRebalance)) {
     reset_and_propagate_assignment_error(g, err::kRebalanceInProgress, now, d);
@@ -515,7 +545,8 @@ void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d) {
     g.join_timer_is_initial = true;
   }
   g.transition_to(GroupState::kPreparingRebalance, now);
-  spdlog::info("group {}: preparing to rebalance (generation {})", g.id(), g.generation());
+  spdlog::info("group {}: preparing to rebalance (generation {}): {}", g.id(), g.generation(),
+               reason);
   if (initial) return;
   if (g.has_all_members_joined()) {
     complete_join(g, now, d);
@@ -588,7 +619,7 @@ void Coordinator::complete_join(ClassicGroup& g, int64_t now, Deferred& d) {
     r.leader = g.leader_or_empty();
     r.member_id = id;
     if (g.is_leader(id)) r.members = g.current_member_metadata();
-    ClassicGroup::complete_join(m, std::move(r), d);
+    g.complete_join(m, std::move(r), d);
     schedule_heartbeat(g, m, now, m.session_timeout_ms);
     m.is_new = false;
     g.pending_sync().insert(id);
@@ -606,7 +637,7 @@ void Coordinator::expire_pending_sync(ClassicGroup& g, int64_t now, Deferred& d)
                  id);
     g.remove(id, d);
   }
-  prepare_rebalance(g, now, d);
+  prepare_rebalance(g, now, d, "members did not send SyncGroup in time");
 }
 
 void Coordinator::expire_heartbeat(ClassicGroup& g, const std::string& id, int64_t now,
@@ -621,7 +652,7 @@ void Coordinator::remove_member_and_update(ClassicGroup& g, const std::string& i
                                            Deferred& d) {
   g.remove(id, d);
   if (g.is(GroupState::kStable) || g.is(GroupState::kCompletingRebalance)) {
-    maybe_prepare_rebalance_or_complete_join(g, now, d);
+    maybe_prepare_rebalance_or_complete_join(g, now, d, "member " + id + " removed");
   } else if (g.is(GroupState::kPreparingRebalance) && g.has_all_members_joined()) {
     complete_join(g, now, d);
   }
@@ -672,7 +703,7 @@ void Coordinator::sync_group(SyncRequest req, SyncCallback cb) {
 }
 
 void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, sync_error(err::kCoordinatorLoadInProgress));
+  if (!loaded_) return reply(d, cb, sync_error(not_loaded_error()));
   if (req.group_id.empty()) return reply(d, cb, sync_error(err::kInvalidGroupId));
   ClassicGroup* g = find(req.group_id);
   if (!g) return reply(d, cb, sync_error(err::kUnknownMemberId));
@@ -708,7 +739,7 @@ void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred
         spdlog::warn("group {}: storing assignment of generation {} failed: {}", g->id(),
                      g->generation(), s.error().to_string());
         reset_and_propagate_assignment_error(*g, store_error(s.error()), now, d);
-        maybe_prepare_rebalance_or_complete_join(*g, now, d);
+        maybe_prepare_rebalance_or_complete_join(*g, now, d, "storing the assignment failed");
         return;
       }
       set_and_propagate_assignment(*g, assignment, now, d);
@@ -732,7 +763,7 @@ void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred
 int16_t Coordinator::heartbeat(const HeartbeatRequest& req) {
   return locked([&](int64_t now, Deferred&) -> int16_t {
     // Kafka answers heartbeats blindly while loading: members keep their sessions.
-    if (!loaded_) return err::kNone;
+    if (!loaded_) return unloaded_ ? err::kNotCoordinator : err::kNone;
     if (req.group_id.empty()) return err::kInvalidGroupId;
     ClassicGroup* g = find(req.group_id);
     if (!g) return err::kUnknownMemberId;
@@ -764,7 +795,7 @@ LeaveResult Coordinator::leave_group(const LeaveRequest& req) {
 LeaveResult Coordinator::leave(const LeaveRequest& req, int64_t now, Deferred& d) {
   LeaveResult out;
   if (!loaded_) {
-    out.error_code = err::kCoordinatorLoadInProgress;
+    out.error_code = not_loaded_error();
     return out;
   }
   if (req.group_id.empty()) {
@@ -804,7 +835,7 @@ LeaveResult Coordinator::leave(const LeaveRequest& req, int64_t now, Deferred& d
     switch (g->state()) {
       case GroupState::kStable:
       case GroupState::kCompletingRebalance:
-        maybe_prepare_rebalance_or_complete_join(*g, now, d);
+        maybe_prepare_rebalance_or_complete_join(*g, now, d, "members left");
         break;
       case GroupState::kPreparingRebalance:
         maybe_complete_join_phase(*g, now, d);
@@ -854,7 +885,7 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
     }
     return out;
   };
-  if (!loaded_) return fail_all(err::kCoordinatorLoadInProgress);
+  if (!loaded_) return fail_all(not_loaded_error());
   ClassicGroup* g = find(req.group_id);
   bool created = false;
   if (!g) {
@@ -871,6 +902,12 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
   if (int16_t e = validate_offset_commit(*g, req); e != err::kNone) {
     drop_if_unused();
     return fail_all(e);
+  }
+  // As in Kafka, a member's commit counts as a heartbeat while the group is Stable or
+  // PreparingRebalance (validation above guarantees the member exists then).
+  if (g->is(GroupState::kStable) || g->is(GroupState::kPreparingRebalance)) {
+    if (Member* m = g->member(req.member_id))
+      schedule_heartbeat(*g, *m, now, m->session_timeout_ms);
   }
   std::vector<OffsetRecord> records;
   for (size_t ti = 0; ti < req.topics.size(); ++ti) {
@@ -918,7 +955,7 @@ FetchResult Coordinator::fetch_offsets(const FetchRequest& req) {
       FetchGroupResult gr;
       gr.group_id = fg.group_id;
       if (!loaded_) {
-        gr.error_code = err::kCoordinatorLoadInProgress;
+        gr.error_code = not_loaded_error();
         out.groups.push_back(std::move(gr));
         continue;
       }
@@ -971,7 +1008,11 @@ OffsetDeleteResult Coordinator::delete_offsets(const OffsetDeleteRequest& req) {
   return locked([&](int64_t, Deferred&) {
     OffsetDeleteResult out;
     if (!loaded_) {
-      out.error_code = err::kCoordinatorLoadInProgress;
+      out.error_code = not_loaded_error();
+      return out;
+    }
+    if (req.group_id.empty()) {
+      out.error_code = err::kInvalidGroupId;
       return out;
     }
     ClassicGroup* g = find(req.group_id);
@@ -1079,7 +1120,7 @@ ListGroupsResult Coordinator::list_groups(const ListGroupsRequest& req) {
   return locked([&](int64_t, Deferred&) {
     ListGroupsResult out;
     if (!loaded_) {
-      out.error_code = err::kCoordinatorLoadInProgress;
+      out.error_code = not_loaded_error();
       return out;
     }
     std::vector<std::string> states, types;
@@ -1104,7 +1145,7 @@ std::vector<DescribedGroup> Coordinator::describe_groups(const std::vector<std::
       DescribedGroup dg;
       dg.group_id = id;
       if (!loaded_) {
-        dg.error_code = err::kCoordinatorLoadInProgress;
+        dg.error_code = not_loaded_error();
         out.push_back(std::move(dg));
         continue;
       }
@@ -1139,7 +1180,7 @@ std::vector<DeleteGroupResult> Coordinator::delete_groups(const std::vector<std:
       DeleteGroupResult r{id, err::kNone};
       ClassicGroup* g = loaded_ ? find(id) : nullptr;
       if (!loaded_) {
-        r.error_code = err::kCoordinatorLoadInProgress;
+        r.error_code = not_loaded_error();
       } else if (!g) {
         r.error_code = err::kGroupIdNotFound;
       } else if (!g->is(GroupState::kEmpty)) {

@@ -34,6 +34,7 @@
 
 #include "base/result.h"
 #include "group/classic_group.h"
+#include "group/errors.h"
 #include "group/group_store.h"
 #include "group/types.h"
 
@@ -67,9 +68,13 @@ class Coordinator {
   Coordinator& operator=(const Coordinator&) = delete;
 
   // Reads every stored group and offset (blocking). Restored groups with members are Stable
-  // and their members' sessions restart now.
+  // and their members' sessions restart now. Fails (kInvalidArgument) if already loaded.
   Status load();
   bool loaded() const;
+  // Gives the groups up (broker shutdown, or another broker takes them over): every parked
+  // JoinGroup/SyncGroup is answered NOT_COORDINATOR, memory and timers are dropped, and every
+  // later call answers NOT_COORDINATOR until load() runs again. Nothing is written.
+  void unload();
 
   void join_group(JoinRequest req, JoinCallback cb);
   void sync_group(SyncRequest req, SyncCallback cb);
@@ -138,8 +143,10 @@ class Coordinator {
                             const std::optional<std::string>& instance);
 
   // Rebalance machinery.
-  void maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now, Deferred& d);
-  void prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d);
+  // `reason` is logged, as Kafka logs why each rebalance starts.
+  void maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now, Deferred& d,
+                                                const std::string& reason);
+  void prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d, const std::string& reason);
   void maybe_complete_join_phase(ClassicGroup& g, int64_t now, Deferred& d);
   void complete_join(ClassicGroup& g, int64_t now, Deferred& d);
   void try_complete_initial_rebalance(ClassicGroup& g, int64_t now, Deferred& d);
@@ -167,8 +174,15 @@ class Coordinator {
   GroupStore* store_;
   Clock clock_;
 
+  // Answer to calls while not loaded: LOAD_IN_PROGRESS before the first load(), then
+  // NOT_COORDINATOR after unload().
+  int16_t not_loaded_error() const {
+    return unloaded_ ? err::kNotCoordinator : err::kCoordinatorLoadInProgress;
+  }
+
   mutable std::mutex mu_;
   bool loaded_ = false;
+  bool unloaded_ = false;
   std::map<std::string, std::unique_ptr<ClassicGroup>> groups_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   uint64_t next_timer_id_ = 1;
