@@ -1,0 +1,588 @@
+#!/usr/bin/env python3
+"""Client compatibility matrix driver (Python 3, stdlib only).
+
+Runs one client family through the scenario in README.md against a fresh broker:
+  --broker kafka   Apache Kafka 4.x via $SHALE_SOURCE_DIR/scripts/kafka
+  --broker shale   $SHALE_BIN serve --override listeners=... --override data.dir=...
+  --bootstrap H:P  an already running broker (no restart phase; for manual runs)
+
+The client program (one per family, see CLIENTS) does the Kafka work and reports JSON lines;
+this driver decides the phases and checks the invariants: every record consumed exactly once with
+its key, value and headers, at the partition/offset its producer was told, in per-partition order,
+by a group that rebalanced as members joined and left, resuming from committed offsets after a
+broker restart. Exit status 0 only when every check passed.
+"""
+
+import argparse
+import collections
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import records  # noqa: E402
+
+CACHE = os.environ.get("SHALE_CACHE_DIR", os.path.expanduser("~/.cache/shale"))
+SOURCE_DIR = os.environ.get("SHALE_SOURCE_DIR", os.path.normpath(os.path.join(HERE, "..", "..", "..")))
+PHASE_TIMEOUT = 120  # seconds; a phase that takes longer is a failure (a hang), not a slow run
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_port(port, deadline):
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+def log(msg):
+    sys.stderr.write("[compat %7.1fs] %s\n" % (time.monotonic() - T0, msg))
+    sys.stderr.flush()
+
+
+T0 = time.monotonic()
+
+
+class Failure(Exception):
+    pass
+
+
+# ---------------------------------------------------------------------------------------------
+# Brokers
+
+
+class KafkaBroker:
+    """Apache Kafka through scripts/kafka (owned by the perf tooling): start/stop in a temp dir."""
+
+    def __init__(self, workdir):
+        self.script = os.path.join(SOURCE_DIR, "scripts", "kafka")
+        if not os.path.exists(self.script):
+            raise Failure("%s is missing" % self.script)
+        self.dir = os.path.join(workdir, "kafka")
+        self.port = free_port()
+        self.bootstrap = "127.0.0.1:%d" % self.port
+
+    def _run(self, *args):
+        r = subprocess.run([self.script, *args], capture_output=True, text=True, timeout=180)
+        if r.returncode != 0:
+            raise Failure("scripts/kafka %s failed (%d):\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r.stdout
+
+    def start(self):
+        self._run("start", "--dir", self.dir, "--port", str(self.port))
+
+    def stop(self, kill=False):
+        self._run("stop", "--dir", self.dir, *(["--kill"] if kill else []))
+
+    def restart(self, kill=False):
+        self.stop(kill)
+        self.start()
+
+    def tool(self, *args, check=True, input=None):
+        r = subprocess.run(
+            [self.script, "tool", *args], capture_output=True, text=True, timeout=180, input=input
+        )
+        if check and r.returncode != 0:
+            raise Failure("kafka tool %s failed (%d):\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
+        return r
+
+    def log_tail(self):
+        return ""
+
+
+class ShaleBroker:
+    """`shale serve` with a loopback listener and a private data directory."""
+
+    def __init__(self, workdir):
+        self.bin = os.environ.get("SHALE_BIN", "")
+        if not self.bin or not os.path.exists(self.bin):
+            raise Failure("SHALE_BIN is not set to the shale binary")
+        self.dir = os.path.join(workdir, "shale-data")
+        self.port = free_port()
+        self.bootstrap = "127.0.0.1:%d" % self.port
+        self.logpath = os.path.join(workdir, "shale.log")
+        self.proc = None
+
+    def start(self):
+        logf = open(self.logpath, "a")
+        self.proc = subprocess.Popen(
+            [
+                self.bin,
+                "serve",
+                "--override",
+                "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
+                "--override",
+                "data.dir=%s" % self.dir,
+            ],
+            stdout=logf,
+            stderr=subprocess.STDOUT,
+        )
+        logf.close()
+        if not wait_port(self.port, time.monotonic() + 60):
+            raise Failure("shale serve did not listen on %d:\n%s" % (self.port, self.log_tail()))
+
+    def stop(self, kill=False):
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failure("shale serve did not stop within 60 s of SIGTERM")
+        self.proc = None
+
+    def restart(self, kill=False):
+        self.stop(kill)
+        self.start()
+
+    def log_tail(self):
+        try:
+            with open(self.logpath) as f:
+                return "".join(f.readlines()[-40:])
+        except OSError:
+            return ""
+
+
+class ExternalBroker:
+    def __init__(self, bootstrap):
+        self.bootstrap = bootstrap
+
+    def start(self):
+        pass
+
+    def stop(self, kill=False):
+        pass
+
+    def restart(self, kill=False):
+        log("external broker: not restarting it")
+
+    def log_tail(self):
+        return ""
+
+
+# ---------------------------------------------------------------------------------------------
+# Client programs. Each takes: <create|produce|consume> --bootstrap --topic [--partitions]
+# [--first --count --codecs] [--group --member], and prints JSON lines (README.md).
+
+
+def client_command(name, args):
+    venv_py = os.path.join(CACHE, "venv", "bin", "python")
+    compat = os.path.join(CACHE, "compat")
+    if name == "confluent":
+        return [venv_py, os.path.join(HERE, "clients", "python", "confluent_client.py")]
+    if name == "kafka-python":
+        return [venv_py, os.path.join(HERE, "clients", "python", "kafka_python_client.py")]
+    if name == "rdkafka":
+        if not args.rdkafka_bin:
+            raise Failure("--rdkafka-bin is required for the rdkafka client")
+        return [args.rdkafka_bin]
+    if name == "kcat":
+        if not args.rdkafka_bin:
+            raise Failure("--rdkafka-bin is required for the kcat client (it creates the topic)")
+        return [sys.executable, os.path.join(HERE, "clients", "kcat_client.py"), "--rdkafka-bin", args.rdkafka_bin]
+    if name == "franz-go":
+        return [os.path.join(compat, "bin", "franz-compat")]
+    if name == "java":
+        lib = os.path.join(compat, "java", "lib", "*")
+        classes = os.path.join(compat, "java", "classes")
+        return ["java", "-Xss1m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-cp", lib + ":" + classes, "CompatClient"]
+    if name == "kafkajs":
+        return ["node", os.path.join(HERE, "clients", "js", "client.js")]
+    raise Failure("unknown client %s" % name)
+
+
+def client_env():
+    env = dict(os.environ)
+    env["NODE_PATH"] = os.path.join(CACHE, "compat", "js", "node_modules")
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+# Clients whose producer cannot attach per-record headers or report offsets.
+PRODUCER_LIMITS = {"kcat": {"acks": False, "idx_header": False}}
+
+
+class Member:
+    """One consumer group member: a client process printing JSON lines."""
+
+    def __init__(self, run, name):
+        self.run = run
+        self.name = name
+        self.parts = set()
+        self.assign_events = 0
+        self.closed = False
+        self.stderr_path = os.path.join(run.workdir, "member-%s.stderr" % name)
+        cmd = run.cmd + [
+            "consume",
+            "--bootstrap",
+            run.broker.bootstrap,
+            "--topic",
+            run.topic,
+            "--group",
+            run.group,
+            "--member",
+            name,
+        ]
+        self.errf = open(self.stderr_path, "w")
+        self.proc = subprocess.Popen(
+            cmd, stdout=subprocess.PIPE, stderr=self.errf, text=True, env=client_env(), bufsize=1
+        )
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                self.run.note("member %s printed a non-JSON line: %r" % (self.name, line[:200]))
+                continue
+            self.run.on_event(self, ev)
+
+    def stop(self):
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise Failure("member %s did not exit within 60 s of SIGTERM\n%s" % (self.name, self.stderr_tail()))
+        self.thread.join(timeout=10)
+        self.errf.close()
+        if rc != 0:
+            raise Failure("member %s exited with %d\n%s" % (self.name, rc, self.stderr_tail()))
+        if not self.closed:
+            raise Failure("member %s exited without reporting a clean close" % self.name)
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def stderr_tail(self):
+        try:
+            with open(self.stderr_path) as f:
+                return "".join(f.readlines()[-30:])
+        except OSError:
+            return ""
+
+
+class Run:
+    def __init__(self, args, broker, workdir):
+        self.args = args
+        self.broker = broker
+        self.workdir = workdir
+        self.cmd = client_command(args.client, args)
+        tag = "%s-%d" % (args.client.replace("-", ""), os.getpid())
+        self.topic = "compat-" + tag
+        self.group = "compat-group-" + tag
+        self.n = args.records
+        self.limits = PRODUCER_LIMITS.get(args.client, {})
+        self.lock = threading.Condition()
+        self.acks = {}  # i -> (p, o)
+        self.consumed = []  # (member, p, o, k, vh, headers)
+        self.consumed_idx = collections.Counter()
+        self.problems = []
+        self.notes = []
+        self.members = []
+        self.hash_to_i = {records.value_hash(records.value(i)): i for i in range(self.n)}
+        self.phase_times = []
+
+    # -- events from members
+    def on_event(self, member, ev):
+        with self.lock:
+            kind = ev.get("ev")
+            if kind == "rec":
+                i = self.hash_to_i.get(ev.get("vh"))
+                self.consumed.append((member.name, ev["p"], ev["o"], ev.get("k"), ev.get("vh"), ev.get("h"), i))
+                if i is not None:
+                    self.consumed_idx[i] += 1
+            elif kind == "assigned":
+                member.parts |= set(ev["parts"])
+                member.assign_events += 1
+            elif kind == "revoked":
+                member.parts -= set(ev["parts"])
+            elif kind == "closed":
+                member.closed = True
+                member.parts = set()
+            elif kind in ("error", "commit_failed"):
+                self.notes.append("member %s: %s" % (member.name, ev))
+            self.lock.notify_all()
+
+    def note(self, msg):
+        with self.lock:
+            self.notes.append(msg)
+
+    # -- phases
+    def phase(self, name, fn):
+        t = time.monotonic()
+        log("phase: %s" % name)
+        fn()
+        self.phase_times.append((name, time.monotonic() - t))
+
+    def client(self, *args, timeout=PHASE_TIMEOUT):
+        cmd = self.cmd + list(args)
+        try:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=client_env())
+        except subprocess.TimeoutExpired:
+            raise Failure("%s timed out after %d s" % (" ".join(cmd), timeout))
+        if r.returncode != 0:
+            raise Failure("%s exited with %d\nstdout: %s\nstderr: %s" % (" ".join(cmd), r.returncode, r.stdout[-3000:], r.stderr[-3000:]))
+        return [json.loads(x) for x in r.stdout.splitlines() if x.strip()]
+
+    def create(self):
+        self.client("create", "--bootstrap", self.broker.bootstrap, "--topic", self.topic, "--partitions", "6")
+
+    def produce(self, first, count):
+        evs = self.client(
+            "produce",
+            "--bootstrap",
+            self.broker.bootstrap,
+            "--topic",
+            self.topic,
+            "--first",
+            str(first),
+            "--count",
+            str(count),
+            "--codecs",
+            ",".join(records.CODECS),
+        )
+        if not any(e.get("ev") == "done" for e in evs):
+            raise Failure("producer did not report done")
+        for e in evs:
+            if e.get("ev") == "ack":
+                i = e["i"]
+                if i in self.acks:
+                    self.problems.append("record %d acknowledged twice" % i)
+                self.acks[i] = (e["p"], e["o"])
+            elif e.get("ev") == "error":
+                self.problems.append("produce error: %s" % e)
+        if self.limits.get("acks", True):
+            missing = [i for i in range(first, first + count) if i not in self.acks]
+            if missing:
+                raise Failure("%d records were not acknowledged (first %s)" % (len(missing), missing[:5]))
+
+    def wait(self, what, cond):
+        deadline = time.monotonic() + PHASE_TIMEOUT
+        with self.lock:
+            while not cond():
+                for m in self.members:
+                    if m.proc.poll() is not None and not m.closed:
+                        raise Failure("member %s died (exit %s) while waiting for %s\n%s" % (m.name, m.proc.returncode, what, m.stderr_tail()))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    state = {m.name: sorted(m.parts) for m in self.members}
+                    raise Failure("timed out waiting for %s (assignment %s, %d records consumed)" % (what, state, len(self.consumed)))
+                self.lock.wait(min(left, 0.5))
+
+    def wait_balanced(self, live):
+        def ok():
+            parts = [p for m in live for p in m.parts]
+            return sorted(parts) == list(range(6)) and all(m.parts for m in live)
+
+        self.wait("a balanced assignment over %s" % [m.name for m in live], ok)
+        with self.lock:
+            log("assignment: %s" % {m.name: sorted(m.parts) for m in live})
+
+    def wait_consumed(self, upto):
+        self.wait("records [0, %d) consumed" % upto, lambda: all(self.consumed_idx[i] >= 1 for i in range(upto)))
+
+    def start_member(self, name):
+        m = Member(self, name)
+        self.members.append(m)
+        return m
+
+    def scenario(self):
+        n = self.n
+        b1, b2, b3 = n // 2, n // 2 + n // 4, n
+        self.phase("create topic (6 partitions)", self.create)
+        a = b = c = None
+
+        def join3():
+            nonlocal a, b, c
+            a, b, c = self.start_member("a"), self.start_member("b"), self.start_member("c")
+            self.wait_balanced([a, b, c])
+
+        self.phase("3 members join the group", join3)
+        self.phase("produce [0, %d)" % b1, lambda: self.produce(0, b1))
+        self.phase("group consumes [0, %d)" % b1, lambda: self.wait_consumed(b1))
+        with self.lock:
+            if not all(any(r[0] == m.name for r in self.consumed) for m in (a, b, c)):
+                self.problems.append("not every one of the 3 members consumed records")
+
+        def leave():
+            c.stop()
+            self.wait_balanced([a, b])
+
+        self.phase("member c leaves, group rebalances", leave)
+        self.phase("produce [%d, %d)" % (b1, b2), lambda: self.produce(b1, b2 - b1))
+        self.phase("group consumes [0, %d)" % b2, lambda: self.wait_consumed(b2))
+
+        def restart():
+            a.stop()
+            b.stop()
+            self.broker.restart(kill=self.args.kill)
+
+        self.phase("members stop, broker restarts%s" % (" (kill -9)" if self.args.kill else ""), restart)
+        self.phase("produce [%d, %d)" % (b2, b3), lambda: self.produce(b2, b3 - b2))
+
+        def resume():
+            for name in ("a2", "b2", "c2"):
+                self.start_member(name)
+            self.wait_consumed(b3)
+
+        self.phase("3 new members resume from committed offsets", resume)
+
+        def finish():
+            for m in self.members[-3:]:
+                m.stop()
+
+        self.phase("members stop", finish)
+
+    # -- invariants
+    def check(self):
+        p = self.problems
+        n = self.n
+        with_acks = self.limits.get("acks", True)
+        with_idx = self.limits.get("idx_header", True)
+        per_member_part = collections.defaultdict(list)
+        per_part = collections.defaultdict(dict)
+        for member, part, off, k, vh, hdrs, i in self.consumed:
+            if i is None:
+                p.append("unexpected record at %d/%d: value hash %s" % (part, off, vh))
+                continue
+            if k != records.key(i):
+                p.append("record %d: key %r, expected %r" % (i, k, records.key(i)))
+            codec = records.codec_of(i, *self.batch_of(i), records.CODECS)
+            want = [list(h) for h in records.headers(i, codec)]
+            if not with_idx:
+                want = [h for h in want if h[0] != "idx"]
+            if hdrs != want:
+                p.append("record %d: headers %r, expected %r" % (i, hdrs, want))
+            if with_acks and self.acks.get(i) != (part, off):
+                p.append("record %d consumed at %d/%d but acknowledged at %s" % (i, part, off, self.acks.get(i)))
+            per_member_part[(member, part)].append(off)
+            if off in per_part[part] and per_part[part][off] != i:
+                p.append("partition %d offset %d holds two records" % (part, off))
+            per_part[part][off] = i
+        for i in range(n):
+            c = self.consumed_idx[i]
+            if c != 1:
+                p.append("record %d consumed %d times" % (i, c))
+        for (member, part), offs in per_member_part.items():
+            if any(x >= y for x, y in zip(offs, offs[1:])):
+                p.append("member %s saw partition %d out of order" % (member, part))
+        for part, offs in per_part.items():
+            idx = [offs[o] for o in sorted(offs)]
+            if any(x >= y for x, y in zip(idx, idx[1:])):
+                p.append("partition %d: records are not in produce order" % part)
+        if with_acks:
+            for part in range(6):
+                got = sorted(o for i, (pp, o) in self.acks.items() if pp == part)
+                if len(set(got)) != len(got):
+                    p.append("partition %d: two records acknowledged at one offset" % part)
+        if len(per_part) != 6:
+            p.append("records landed in %d partitions, expected 6" % len(per_part))
+
+    def batch_of(self, i):
+        n = self.n
+        b1, b2 = n // 2, n // 2 + n // 4
+        if i < b1:
+            return 0, b1
+        if i < b2:
+            return b1, b2 - b1
+        return b2, n - b2
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--client", required=True)
+    ap.add_argument("--broker", choices=["kafka", "shale"], default="kafka")
+    ap.add_argument("--bootstrap", help="use this running broker (no restart phase)")
+    ap.add_argument("--kill", action="store_true", help="restart the broker with kill -9")
+    ap.add_argument("--records", type=int, default=20000)
+    ap.add_argument("--rdkafka-bin", help="the compat_rdkafka_client program (rdkafka, kcat)")
+    ap.add_argument("--keep", action="store_true", help="keep the work directory")
+    args = ap.parse_args()
+    if args.records % 20:
+        ap.error("--records must be a multiple of 20")
+
+    workdir = tempfile.mkdtemp(prefix="shale-compat-%s-" % args.client)
+    broker = None
+    run = None
+    ok = False
+    try:
+        if args.bootstrap:
+            broker = ExternalBroker(args.bootstrap)
+        elif args.broker == "kafka":
+            broker = KafkaBroker(workdir)
+        else:
+            broker = ShaleBroker(workdir)
+        run = Run(args, broker, workdir)
+        t = time.monotonic()
+        broker.start()
+        run.phase_times.append(("broker start", time.monotonic() - t))
+        log("client %s, broker %s at %s, topic %s" % (args.client, args.broker, broker.bootstrap, run.topic))
+        run.scenario()
+        run.check()
+        ok = not run.problems
+    except Failure as e:
+        log("FAILED: %s" % e)
+        if broker is not None:
+            tail = broker.log_tail()
+            if tail:
+                log("broker log tail:\n" + tail)
+    finally:
+        if run is not None:
+            for m in run.members:
+                m.kill()
+        if broker is not None:
+            try:
+                broker.stop()
+            except Failure as e:
+                log("stopping the broker: %s" % e)
+        if args.keep or not ok:
+            log("work directory kept: %s" % workdir)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    if run is not None:
+        for name, secs in run.phase_times:
+            log("  %-50s %6.1f s" % (name, secs))
+        for note in run.notes[:20]:
+            log("note: %s" % note)
+        for prob in run.problems[:30]:
+            log("PROBLEM: %s" % prob)
+        if len(run.problems) > 30:
+            log("... and %d more problems" % (len(run.problems) - 30))
+        log(
+            "%s against %s: %d records produced, %d consumed, %d problems, %.1f s"
+            % (args.client, args.broker, run.n, len(run.consumed), len(run.problems), time.monotonic() - T0)
+        )
+    print("compat %s/%s: %s" % (args.client, args.broker, "PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
