@@ -261,7 +261,8 @@ class Member:
             self.run.on_event(self, ev)
 
     def stop(self):
-        self.proc.send_signal(signal.SIGTERM)
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
         try:
             rc = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -455,7 +456,10 @@ class Run:
         self.phase("3 new members resume from committed offsets", resume)
 
         def finish():
-            for m in self.members[-3:]:
+            last = self.members[-3:]
+            for m in last:  # signal all first: sequential closes would each wait for a rebalance
+                m.proc.send_signal(signal.SIGTERM)
+            for m in last:
                 m.stop()
 
         self.phase("members stop", finish)
