@@ -255,10 +255,9 @@ class Member:
                 continue
             try:
                 ev = json.loads(line)
-            except ValueError:
-                self.run.note("member %s printed a non-JSON line: %r" % (self.name, line[:200]))
-                continue
-            self.run.on_event(self, ev)
+                self.run.on_event(self, ev)
+            except (ValueError, KeyError, TypeError) as e:
+                self.run.problem("member %s printed a line the driver cannot use (%s): %r" % (self.name, e, line[:200]))
 
     def stop(self):
         if self.proc.poll() is None:
@@ -329,6 +328,11 @@ class Run:
                 member.parts = set()
             elif kind in ("error", "commit_failed"):
                 self.notes.append("member %s: %s" % (member.name, ev))
+            self.lock.notify_all()
+
+    def problem(self, msg):
+        with self.lock:
+            self.problems.append(msg)
             self.lock.notify_all()
 
     def note(self, msg):
