@@ -75,7 +75,9 @@ class KafkaBroker:
         if not os.path.exists(self.script):
             raise Failure("%s is missing" % self.script)
         self.dir = os.path.join(workdir, "kafka")
-        self.port = free_port()
+        self.port, self.cport = free_port(), free_port()
+        while self.cport == self.port:
+            self.cport = free_port()
         self.bootstrap = "127.0.0.1:%d" % self.port
 
     def _run(self, *args):
@@ -85,14 +87,77 @@ class KafkaBroker:
         return r.stdout
 
     def start(self):
-        self._run("start", "--dir", self.dir, "--port", str(self.port))
+        self._run("start", self.dir, str(self.port), str(self.cport))
 
     def stop(self, kill=False):
-        self._run("stop", "--dir", self.dir, *(["--kill"] if kill else []))
+        if kill:
+            # scripts/kafka stops gracefully; the kill -9 variant signals the pid it recorded and
+            # then lets `stop` clean up after the dead process.
+            with open(os.path.join(self.dir, "kafka.pid")) as f:
+                pid = int(f.read().strip())
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        if os.path.exists(os.path.join(self.dir, "kafka.pid")):
+            self._run("stop", self.dir)
 
     def restart(self, kill=False):
+        """Stops the broker and starts it again on the same data.
+
+        `scripts/kafka start` formats storage with a fresh random cluster id, which the existing
+        meta.properties refuses, so the restart relaunches kafka.Kafka on the server.properties
+        and log4j2.xml that `start` wrote, with the classpath it reports, and records the pid
+        where `scripts/kafka stop` looks for it.
+        """
         self.stop(kill)
-        self.start()
+        self.restart_after_stop()
+
+    def restart_after_stop(self):
+        server_log = os.path.join(self.dir, "logs", "server.log")
+        started_before = self._count_started(server_log)
+        cp = self._run("classpath").strip()
+        out = open(os.path.join(self.dir, "logs", "stdout.log"), "a")
+        proc = subprocess.Popen(
+            [
+                "java",
+                "-Xmx512M",
+                "-Xms128M",
+                "-XX:+UseG1GC",
+                "-Djava.awt.headless=true",
+                "-Dlog4j2.configurationFile=%s" % os.path.join(self.dir, "log4j2.xml"),
+                "-cp",
+                cp,
+                "kafka.Kafka",
+                os.path.join(self.dir, "server.properties"),
+            ],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        out.close()
+        with open(os.path.join(self.dir, "kafka.pid"), "w") as f:
+            f.write("%d\n" % proc.pid)
+        deadline = time.monotonic() + 90
+        while self._count_started(server_log) <= started_before:
+            if proc.poll() is not None:
+                raise Failure("the restarted broker exited with %d:\n%s" % (proc.returncode, self.log_tail()))
+            if time.monotonic() > deadline:
+                raise Failure("the restarted broker was not ready within 90 s")
+            time.sleep(0.2)
+        if not wait_port(self.port, deadline):
+            raise Failure("the restarted broker does not listen on %d" % self.port)
+        # Reap it when it exits: `scripts/kafka stop` polls the pid with kill -0, which a zombie
+        # child of this driver would keep answering.
+        threading.Thread(target=proc.wait, daemon=True).start()
+
+    @staticmethod
+    def _count_started(path):
+        try:
+            with open(path) as f:
+                return f.read().count("Kafka Server started")
+        except OSError:
+            return 0
 
     def tool(self, *args, check=True, input=None):
         r = subprocess.run(
@@ -103,7 +168,11 @@ class KafkaBroker:
         return r
 
     def log_tail(self):
-        return ""
+        try:
+            with open(os.path.join(self.dir, "logs", "server.log")) as f:
+                return "".join(f.readlines()[-40:])
+        except OSError:
+            return ""
 
 
 class ShaleBroker:
@@ -153,6 +222,9 @@ class ShaleBroker:
         self.stop(kill)
         self.start()
 
+    def restart_after_stop(self):
+        self.start()
+
     def log_tail(self):
         try:
             with open(self.logpath) as f:
@@ -173,6 +245,9 @@ class ExternalBroker:
 
     def restart(self, kill=False):
         log("external broker: not restarting it")
+
+    def restart_after_stop(self):
+        pass
 
     def log_tail(self):
         return ""
@@ -445,9 +520,16 @@ class Run:
         self.phase("group consumes [0, %d)" % b2, lambda: self.wait_consumed(b2))
 
         def restart():
-            a.stop()
-            b.stop()
-            self.broker.restart(kill=self.args.kill)
+            for m in (a, b):
+                m.proc.send_signal(signal.SIGTERM)
+            for m in (a, b):
+                m.stop()
+            t = time.monotonic()
+            self.broker.stop(kill=self.args.kill)
+            log("broker stopped in %.1f s" % (time.monotonic() - t))
+            t = time.monotonic()
+            self.broker.restart_after_stop()
+            log("broker started in %.1f s" % (time.monotonic() - t))
 
         self.phase("members stop, broker restarts%s" % (" (kill -9)" if self.args.kill else ""), restart)
         self.phase("produce [%d, %d)" % (b2, b3), lambda: self.produce(b2, b3 - b2))
