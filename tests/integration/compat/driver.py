@@ -304,6 +304,7 @@ class Member:
         self.parts = set()
         self.assign_events = 0
         self.closed = False
+        self.started = False  # its SIGTERM handler is installed: a signal now means a clean close
         self.stderr_path = os.path.join(run.workdir, "member-%s.stderr" % name)
         cmd = run.cmd + [
             "consume",
@@ -334,9 +335,13 @@ class Member:
             except (ValueError, KeyError, TypeError) as e:
                 self.run.problem("member %s printed a line the driver cannot use (%s): %r" % (self.name, e, line[:200]))
 
-    def stop(self):
+    def signal_stop(self):
+        self.run.wait("member %s to start" % self.name, lambda: self.started or self.proc.poll() is not None)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self):
+        self.signal_stop()
         try:
             rc = self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
@@ -398,6 +403,8 @@ class Run:
                 member.assign_events += 1
             elif kind == "revoked":
                 member.parts -= set(ev["parts"])
+            elif kind == "started":
+                member.started = True
             elif kind == "closed":
                 member.closed = True
                 member.parts = set()
@@ -521,7 +528,7 @@ class Run:
 
         def restart():
             for m in (a, b):
-                m.proc.send_signal(signal.SIGTERM)
+                m.signal_stop()
             for m in (a, b):
                 m.stop()
             t = time.monotonic()
@@ -535,16 +542,16 @@ class Run:
         self.phase("produce [%d, %d)" % (b2, b3), lambda: self.produce(b2, b3 - b2))
 
         def resume():
-            for name in ("a2", "b2", "c2"):
-                self.start_member(name)
+            fresh = [self.start_member(name) for name in ("a2", "b2", "c2")]
             self.wait_consumed(b3)
+            self.wait_balanced(fresh)
 
         self.phase("3 new members resume from committed offsets", resume)
 
         def finish():
             last = self.members[-3:]
             for m in last:  # signal all first: sequential closes would each wait for a rebalance
-                m.proc.send_signal(signal.SIGTERM)
+                m.signal_stop()
             for m in last:
                 m.stop()
 
@@ -605,6 +612,16 @@ class Run:
         return b2, n - b2
 
 
+def install_sigterm_handler():
+    """SIGTERM (ctest's timeout, a user) fails the run through the normal path, so the brokers
+    and client processes it started are stopped rather than left behind."""
+
+    def on_term(_signo, _frame):
+        raise Failure("terminated by SIGTERM")
+
+    signal.signal(signal.SIGTERM, on_term)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--client", required=True)
@@ -618,6 +635,7 @@ def main():
     if args.records % 20:
         ap.error("--records must be a multiple of 20")
 
+    install_sigterm_handler()
     workdir = tempfile.mkdtemp(prefix="shale-compat-%s-" % args.client)
     broker = None
     run = None

@@ -59,6 +59,7 @@ def consume(args):
 
     signal.signal(signal.SIGTERM, forward)
     signal.signal(signal.SIGINT, forward)
+    emit({"ev": "started"})  # from here on SIGTERM reaches kcat, which closes cleanly
 
     def read_stderr():
         for line in proc.stderr:

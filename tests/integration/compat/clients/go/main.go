@@ -163,6 +163,7 @@ func partList(m map[string][]int32) []int32 {
 func consume(a args) error {
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	emit(map[string]any{"ev": "started"}) // from here on SIGTERM means a clean close
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

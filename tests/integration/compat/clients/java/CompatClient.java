@@ -216,6 +216,7 @@ public final class CompatClient {
                   // A JVM ended by SIGTERM exits with 143; report the clean close as success.
                   Runtime.getRuntime().halt(clean ? 0 : 1);
                 }));
+    emit("{\"ev\":\"started\"}"); // from here on SIGTERM means a clean close
     c.subscribe(
         List.of(topic),
         new ConsumerRebalanceListener() {

@@ -226,6 +226,7 @@ async function consume (a) {
   }
   process.on('SIGTERM', stop)
   process.on('SIGINT', stop)
+  emit({ ev: 'started' }) // from here on SIGTERM means a clean close
   await consumer.connect()
   await consumer.subscribe({ topics: [a.topic], fromBeginning: true })
   await consumer.run({

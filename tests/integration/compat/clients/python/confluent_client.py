@@ -86,6 +86,7 @@ def consume(args):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    emit({"ev": "started"})  # from here on SIGTERM means a clean close
     c = Consumer(
         {
             "bootstrap.servers": args.bootstrap,

@@ -75,6 +75,7 @@ def consume(args):
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    emit({"ev": "started"})  # from here on SIGTERM means a clean close
     c = KafkaConsumer(
         bootstrap_servers=args.bootstrap,
         group_id=args.group,

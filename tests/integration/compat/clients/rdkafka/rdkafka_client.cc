@@ -270,6 +270,7 @@ class Member : public RdKafka::RebalanceCb {
 int consume(const Args& a) {
   std::signal(SIGTERM, on_signal);
   std::signal(SIGINT, on_signal);
+  emit("{\"ev\":\"started\"}");  // from here on SIGTERM means a clean close
   Member member;
   member.topic = a.topic;
   auto conf = make_conf({{"bootstrap.servers", a.bootstrap},
