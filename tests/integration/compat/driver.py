@@ -64,21 +64,54 @@ class Failure(Exception):
 
 
 # ---------------------------------------------------------------------------------------------
-# Brokers
+# Brokers. Each is described by a small state dict (kind, directory, ports), so a broker started
+# by one process (`--up`, a ctest fixture) can be used, restarted and stopped by others.
+
+
+def pid_alive(pid):
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def read_pid(path):
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def launch_detached(cmd, logpath, pidpath):
+    """Starts a broker process in its own session, so it outlives this driver when shared; a
+    thread reaps it if it exits while this driver runs (a zombie would still look alive)."""
+    with open(logpath, "a") as out:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    with open(pidpath, "w") as f:
+        f.write("%d\n" % proc.pid)
+    threading.Thread(target=proc.wait, daemon=True).start()
+    return proc
 
 
 class KafkaBroker:
-    """Apache Kafka through scripts/kafka (owned by the perf tooling): start/stop in a temp dir."""
+    """Apache Kafka through scripts/kafka (owned by the perf tooling) in a directory of its own."""
 
-    def __init__(self, workdir):
+    def __init__(self, dir, port=None, cport=None):
         self.script = os.path.join(SOURCE_DIR, "scripts", "kafka")
         if not os.path.exists(self.script):
             raise Failure("%s is missing" % self.script)
-        self.dir = os.path.join(workdir, "kafka")
-        self.port, self.cport = free_port(), free_port()
+        self.dir = dir
+        self.port = port or free_port()
+        self.cport = cport or free_port()
         while self.cport == self.port:
             self.cport = free_port()
         self.bootstrap = "127.0.0.1:%d" % self.port
+        self.pidfile = os.path.join(self.dir, "kafka.pid")
+
+    def state(self):
+        return {"kind": "kafka", "dir": self.dir, "port": self.port, "cport": self.cport}
 
     def _run(self, *args):
         r = subprocess.run([self.script, *args], capture_output=True, text=True, timeout=180)
@@ -86,70 +119,59 @@ class KafkaBroker:
             raise Failure("scripts/kafka %s failed (%d):\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
         return r.stdout
 
+    def running(self):
+        pid = read_pid(self.pidfile)
+        return pid is not None and pid_alive(pid) and wait_port(self.port, time.monotonic() + 1)
+
     def start(self):
-        self._run("start", self.dir, str(self.port), str(self.cport))
+        if os.path.exists(os.path.join(self.dir, "server.properties")):
+            self._relaunch()
+        else:
+            self._run("start", self.dir, str(self.port), str(self.cport))
 
     def stop(self, kill=False):
-        if kill:
+        pid = read_pid(self.pidfile)
+        if kill and pid is not None:
             # scripts/kafka stops gracefully; the kill -9 variant signals the pid it recorded and
             # then lets `stop` clean up after the dead process.
-            with open(os.path.join(self.dir, "kafka.pid")) as f:
-                pid = int(f.read().strip())
-            os.kill(pid, signal.SIGKILL)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
             deadline = time.monotonic() + 30
-            while os.path.exists("/proc/%d" % pid) and time.monotonic() < deadline:
+            while pid_alive(pid) and time.monotonic() < deadline:
                 time.sleep(0.1)
-        if os.path.exists(os.path.join(self.dir, "kafka.pid")):
+        if os.path.exists(self.pidfile):
             self._run("stop", self.dir)
 
     def restart(self, kill=False):
-        """Stops the broker and starts it again on the same data.
+        self.stop(kill)
+        self.start()
+
+    def _relaunch(self):
+        """Starts Kafka again on the data of an earlier start.
 
         `scripts/kafka start` formats storage with a fresh random cluster id, which the existing
-        meta.properties refuses, so the restart relaunches kafka.Kafka on the server.properties
-        and log4j2.xml that `start` wrote, with the classpath it reports, and records the pid
-        where `scripts/kafka stop` looks for it.
+        meta.properties refuses, so this relaunches kafka.Kafka on the server.properties and
+        log4j2.xml that `start` wrote, with the classpath it reports, and records the pid where
+        `scripts/kafka stop` looks for it.
         """
-        self.stop(kill)
-        self.restart_after_stop()
-
-    def restart_after_stop(self):
         server_log = os.path.join(self.dir, "logs", "server.log")
         started_before = self._count_started(server_log)
         cp = self._run("classpath").strip()
-        out = open(os.path.join(self.dir, "logs", "stdout.log"), "a")
-        proc = subprocess.Popen(
-            [
-                "java",
-                "-Xmx512M",
-                "-Xms128M",
-                "-XX:+UseG1GC",
-                "-Djava.awt.headless=true",
-                "-Dlog4j2.configurationFile=%s" % os.path.join(self.dir, "log4j2.xml"),
-                "-cp",
-                cp,
-                "kafka.Kafka",
-                os.path.join(self.dir, "server.properties"),
-            ],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        out.close()
-        with open(os.path.join(self.dir, "kafka.pid"), "w") as f:
-            f.write("%d\n" % proc.pid)
-        deadline = time.monotonic() + 90
+        cmd = ["java", "-Xmx512M", "-Xms128M", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+        cmd += ["-Dlog4j2.configurationFile=%s" % os.path.join(self.dir, "log4j2.xml"), "-cp", cp]
+        cmd += ["kafka.Kafka", os.path.join(self.dir, "server.properties")]
+        proc = launch_detached(cmd, os.path.join(self.dir, "logs", "stdout.log"), self.pidfile)
+        deadline = time.monotonic() + 120
         while self._count_started(server_log) <= started_before:
             if proc.poll() is not None:
                 raise Failure("the restarted broker exited with %d:\n%s" % (proc.returncode, self.log_tail()))
             if time.monotonic() > deadline:
-                raise Failure("the restarted broker was not ready within 90 s")
+                raise Failure("the restarted broker was not ready within 120 s")
             time.sleep(0.2)
         if not wait_port(self.port, deadline):
             raise Failure("the restarted broker does not listen on %d" % self.port)
-        # Reap it when it exits: `scripts/kafka stop` polls the pid with kill -0, which a zombie
-        # child of this driver would keep answering.
-        threading.Thread(target=proc.wait, daemon=True).start()
 
     @staticmethod
     def _count_started(path):
@@ -158,14 +180,6 @@ class KafkaBroker:
                 return f.read().count("Kafka Server started")
         except OSError:
             return 0
-
-    def tool(self, *args, check=True, input=None):
-        r = subprocess.run(
-            [self.script, "tool", *args], capture_output=True, text=True, timeout=180, input=input
-        )
-        if check and r.returncode != 0:
-            raise Failure("kafka tool %s failed (%d):\n%s%s" % (" ".join(args), r.returncode, r.stdout, r.stderr))
-        return r
 
     def log_tail(self):
         try:
@@ -178,51 +192,47 @@ class KafkaBroker:
 class ShaleBroker:
     """`shale serve` with a loopback listener and a private data directory."""
 
-    def __init__(self, workdir):
+    def __init__(self, dir, port=None):
         self.bin = os.environ.get("SHALE_BIN", "")
         if not self.bin or not os.path.exists(self.bin):
             raise Failure("SHALE_BIN is not set to the shale binary")
-        self.dir = os.path.join(workdir, "shale-data")
-        self.port = free_port()
+        self.dir = dir
+        self.port = port or free_port()
         self.bootstrap = "127.0.0.1:%d" % self.port
-        self.logpath = os.path.join(workdir, "shale.log")
-        self.proc = None
+        self.logpath = os.path.join(dir, "shale.log")
+        self.pidfile = os.path.join(dir, "shale.pid")
+
+    def state(self):
+        return {"kind": "shale", "dir": self.dir, "port": self.port}
+
+    def running(self):
+        pid = read_pid(self.pidfile)
+        return pid is not None and pid_alive(pid) and wait_port(self.port, time.monotonic() + 1)
 
     def start(self):
-        logf = open(self.logpath, "a")
-        self.proc = subprocess.Popen(
-            [
-                self.bin,
-                "serve",
-                "--override",
-                "listeners=PLAINTEXT://127.0.0.1:%d" % self.port,
-                "--override",
-                "data.dir=%s" % self.dir,
-            ],
-            stdout=logf,
-            stderr=subprocess.STDOUT,
-        )
-        logf.close()
-        if not wait_port(self.port, time.monotonic() + 60):
+        os.makedirs(self.dir, exist_ok=True)
+        cmd = [self.bin, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:%d" % self.port]
+        cmd += ["--override", "data.dir=%s" % os.path.join(self.dir, "data")]
+        proc = launch_detached(cmd, self.logpath, self.pidfile)
+        if not wait_port(self.port, time.monotonic() + 60) or proc.poll() is not None:
             raise Failure("shale serve did not listen on %d:\n%s" % (self.port, self.log_tail()))
 
     def stop(self, kill=False):
-        if self.proc is None:
+        pid = read_pid(self.pidfile)
+        if pid is None:
             return
-        self.proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise Failure("shale serve did not stop within 60 s of SIGTERM")
-        self.proc = None
+        if pid_alive(pid):
+            os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+            deadline = time.monotonic() + 60
+            while pid_alive(pid):
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    raise Failure("shale serve did not stop within 60 s of SIGTERM")
+                time.sleep(0.1)
+        os.remove(self.pidfile)
 
     def restart(self, kill=False):
         self.stop(kill)
-        self.start()
-
-    def restart_after_stop(self):
         self.start()
 
     def log_tail(self):
@@ -237,6 +247,9 @@ class ExternalBroker:
     def __init__(self, bootstrap):
         self.bootstrap = bootstrap
 
+    def running(self):
+        return True
+
     def start(self):
         pass
 
@@ -246,11 +259,45 @@ class ExternalBroker:
     def restart(self, kill=False):
         log("external broker: not restarting it")
 
-    def restart_after_stop(self):
-        pass
-
     def log_tail(self):
         return ""
+
+
+def broker_from_state(state_dir):
+    try:
+        with open(os.path.join(state_dir, "broker.json")) as f:
+            st = json.load(f)
+    except (OSError, ValueError) as e:
+        raise Failure("no shared broker described in %s (%s): run --up first" % (state_dir, e))
+    if st["kind"] == "kafka":
+        return KafkaBroker(st["dir"], st["port"], st["cport"])
+    return ShaleBroker(st["dir"], st["port"])
+
+
+def broker_up(kind, state_dir):
+    """Starts a fresh shared broker and describes it in <state_dir>/broker.json."""
+    if os.path.exists(os.path.join(state_dir, "broker.json")):
+        try:
+            broker_from_state(state_dir).stop()
+        except Failure as e:
+            log("stopping the previous shared broker: %s" % e)
+    shutil.rmtree(state_dir, ignore_errors=True)
+    os.makedirs(state_dir)
+    d = os.path.join(state_dir, kind)
+    broker = KafkaBroker(d) if kind == "kafka" else ShaleBroker(d)
+    t = time.monotonic()
+    broker.start()
+    with open(os.path.join(state_dir, "broker.json"), "w") as f:
+        json.dump(broker.state(), f)
+    log("%s broker up at %s in %.1f s (state in %s)" % (kind, broker.bootstrap, time.monotonic() - t, state_dir))
+
+
+def broker_down(state_dir):
+    broker = broker_from_state(state_dir)
+    t = time.monotonic()
+    broker.stop()
+    log("broker stopped in %.1f s" % (time.monotonic() - t))
+    shutil.rmtree(state_dir, ignore_errors=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -305,6 +352,7 @@ class Member:
         self.assign_events = 0
         self.closed = False
         self.started = False  # its SIGTERM handler is installed: a signal now means a clean close
+        self.signalled = False
         self.stderr_path = os.path.join(run.workdir, "member-%s.stderr" % name)
         cmd = run.cmd + [
             "consume",
@@ -336,9 +384,13 @@ class Member:
                 self.run.problem("member %s printed a line the driver cannot use (%s): %r" % (self.name, e, line[:200]))
 
     def signal_stop(self):
+        """Asks the member to close (once): commit, leave the group, exit 0."""
+        if self.signalled:
+            return
         self.run.wait("member %s to start" % self.name, lambda: self.started or self.proc.poll() is not None)
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
+        self.signalled = True
 
     def stop(self):
         self.signal_stop()
@@ -535,7 +587,7 @@ class Run:
             self.broker.stop(kill=self.args.kill)
             log("broker stopped in %.1f s" % (time.monotonic() - t))
             t = time.monotonic()
-            self.broker.restart_after_stop()
+            self.broker.start()
             log("broker started in %.1f s" % (time.monotonic() - t))
 
         self.phase("members stop, broker restarts%s" % (" (kill -9)" if self.args.kill else ""), restart)
@@ -624,8 +676,11 @@ def install_sigterm_handler():
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--client", required=True)
+    ap.add_argument("--client", help="the client family to run (see README.md)")
     ap.add_argument("--broker", choices=["kafka", "shale"], default="kafka")
+    ap.add_argument("--broker-state", help="directory describing a shared broker (made by --up)")
+    ap.add_argument("--up", action="store_true", help="start a fresh shared broker (--broker, --broker-state)")
+    ap.add_argument("--down", action="store_true", help="stop the shared broker of --broker-state")
     ap.add_argument("--bootstrap", help="use this running broker (no restart phase)")
     ap.add_argument("--kill", action="store_true", help="restart the broker with kill -9")
     ap.add_argument("--records", type=int, default=20000)
@@ -634,22 +689,44 @@ def main():
     args = ap.parse_args()
     if args.records % 20:
         ap.error("--records must be a multiple of 20")
+    if (args.up or args.down) and not args.broker_state:
+        ap.error("--up and --down need --broker-state")
+    if not (args.up or args.down or args.client):
+        ap.error("--client is required")
 
     install_sigterm_handler()
+    if args.up or args.down:
+        try:
+            broker_up(args.broker, args.broker_state) if args.up else broker_down(args.broker_state)
+        except Failure as e:
+            log("FAILED: %s" % e)
+            print("compat broker %s: FAIL" % ("up" if args.up else "down"))
+            return 1
+        print("compat broker %s: PASS" % ("up" if args.up else "down"))
+        return 0
+
     workdir = tempfile.mkdtemp(prefix="shale-compat-%s-" % args.client)
     broker = None
+    shared = bool(args.broker_state or args.bootstrap)
     run = None
     ok = False
     try:
         if args.bootstrap:
             broker = ExternalBroker(args.bootstrap)
+        elif args.broker_state:
+            broker = broker_from_state(args.broker_state)
+            args.broker = broker.state()["kind"]
         elif args.broker == "kafka":
-            broker = KafkaBroker(workdir)
+            broker = KafkaBroker(os.path.join(workdir, "kafka"))
         else:
-            broker = ShaleBroker(workdir)
+            broker = ShaleBroker(os.path.join(workdir, "shale"))
         run = Run(args, broker, workdir)
         t = time.monotonic()
-        broker.start()
+        if not shared:
+            broker.start()
+        elif not broker.running():
+            log("the shared broker is down (an earlier run failed?): starting it")
+            broker.start()
         run.phase_times.append(("broker start", time.monotonic() - t))
         log("client %s, broker %s at %s, topic %s" % (args.client, args.broker, broker.bootstrap, run.topic))
         run.scenario()
@@ -665,7 +742,7 @@ def main():
         if run is not None:
             for m in run.members:
                 m.kill()
-        if broker is not None:
+        if broker is not None and not shared:
             try:
                 broker.stop()
             except Failure as e:

@@ -189,21 +189,28 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--broker", choices=["kafka", "shale"], default="kafka")
     ap.add_argument("--bootstrap", help="use this running broker")
+    ap.add_argument("--broker-state", help="directory describing a shared broker (driver.py --up)")
     args = ap.parse_args()
     driver.install_sigterm_handler()
     workdir = tempfile.mkdtemp(prefix="shale-compat-tools-")
     broker = None
+    shared = False
     ok = False
     t0 = time.monotonic()
     tools = None
     try:
+        shared = bool(args.bootstrap or args.broker_state)
         if args.bootstrap:
             broker = driver.ExternalBroker(args.bootstrap)
+        elif args.broker_state:
+            broker = driver.broker_from_state(args.broker_state)
+            args.broker = broker.state()["kind"]
         elif args.broker == "kafka":
-            broker = driver.KafkaBroker(workdir)
+            broker = driver.KafkaBroker(os.path.join(workdir, "kafka"))
         else:
-            broker = driver.ShaleBroker(workdir)
-        broker.start()
+            broker = driver.ShaleBroker(os.path.join(workdir, "shale"))
+        if not shared or not broker.running():
+            broker.start()
         driver.log("broker %s at %s started in %.1f s" % (args.broker, broker.bootstrap, time.monotonic() - t0))
         tools = Tools(broker.bootstrap)
         scenario(tools, str(os.getpid()))
@@ -213,7 +220,7 @@ def main():
         if broker is not None and broker.log_tail():
             driver.log("broker log tail:\n" + broker.log_tail())
     finally:
-        if broker is not None:
+        if broker is not None and not shared:
             try:
                 broker.stop()
             except driver.Failure as e:

@@ -55,6 +55,9 @@ def consume(args):
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def forward(signo, _frame):
+        # Pass the first one on; ignore repeats (kcat closes cleanly on one).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         proc.send_signal(signo)
 
     signal.signal(signal.SIGTERM, forward)

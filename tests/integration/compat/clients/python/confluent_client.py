@@ -83,6 +83,9 @@ def consume(args):
     def stop(_signo, _frame):
         nonlocal running
         running = False
+        # One signal is enough; ignore repeats, also while the interpreter shuts down (it puts
+        # back the default action of signals it handled, and a late SIGTERM would then kill it).
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
