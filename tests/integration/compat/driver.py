@@ -159,7 +159,9 @@ class KafkaBroker:
         server_log = os.path.join(self.dir, "logs", "server.log")
         started_before = self._count_started(server_log)
         cp = self._run("classpath").strip()
-        cmd = ["java", "-Xmx512M", "-Xms128M", "-XX:+UseG1GC", "-Djava.awt.headless=true"]
+        # The JVM options scripts/kafka start uses (KAFKA_HEAP_OPTS overrides the heap there too).
+        heap = os.environ.get("KAFKA_HEAP_OPTS", "-Xmx512M -Xms128M").split()
+        cmd = ["java", *heap, "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
         cmd += ["-Dlog4j2.configurationFile=%s" % os.path.join(self.dir, "log4j2.xml"), "-cp", cp]
         cmd += ["kafka.Kafka", os.path.join(self.dir, "server.properties")]
         proc = launch_detached(cmd, os.path.join(self.dir, "logs", "stdout.log"), self.pidfile)
