@@ -5,8 +5,10 @@ Runs one client family through the scenario in README.md against a fresh broker:
   --broker kafka   Apache Kafka 4.x via $SHALE_SOURCE_DIR/scripts/kafka
   --broker shale   $SHALE_BIN serve --override listeners=... --override data.dir=...
   --bootstrap H:P  an already running broker (no restart phase; for manual runs)
+  --broker-state D a shared broker started by `--up --broker-state D` (ctest's fixture), which
+                   this run restarts but leaves running; `--down --broker-state D` stops it
 
-The client program (one per family, see CLIENTS) does the Kafka work and reports JSON lines;
+The client program (one per family, see client_command) does the Kafka work and reports JSON lines;
 this driver decides the phases and checks the invariants: every record consumed exactly once with
 its key, value and headers, at the partition/offset its producer was told, in per-partition order,
 by a group that rebalanced as members joined and left, resuming from committed offsets after a
@@ -351,7 +353,6 @@ class Member:
         self.run = run
         self.name = name
         self.parts = set()
-        self.assign_events = 0
         self.closed = False
         self.started = False  # its SIGTERM handler is installed: a signal now means a clean close
         self.signalled = False
@@ -457,7 +458,6 @@ class Run:
                         self.contiguous += 1
             elif kind == "assigned":
                 member.parts |= set(ev["parts"])
-                member.assign_events += 1
             elif kind == "revoked":
                 member.parts -= set(ev["parts"])
             elif kind == "started":

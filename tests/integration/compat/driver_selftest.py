@@ -18,7 +18,6 @@ class FakeMember:
     def __init__(self, name):
         self.name = name
         self.parts = set()
-        self.assign_events = 0
         self.closed = False
 
 
