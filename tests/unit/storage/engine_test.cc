@@ -394,6 +394,7 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   testing::FaultFs fs;
   auto o = options();
   o.fs = &fs;
+  o.wal_direct_io = false;  // the fdatasync path
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);
