@@ -616,7 +616,8 @@ void EngineImpl::background_loop() {
       if (opts_.compaction_interval_ms > 0 && now >= next_compaction) {
         lk.unlock();
         Status st = compact_now();
-        if (!st.ok()) SPDLOG_WARN("storage compaction: {}", st.error().to_string());
+        if (!st.ok() && st.error().code != Errc::kShutdown)
+          SPDLOG_WARN("storage compaction: {}", st.error().to_string());
         lk.lock();
         next_compaction = clock::mono_ms() + opts_.compaction_interval_ms;
         continue;
