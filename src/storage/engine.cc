@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "storage/engine_impl.h"
 #include "storage/file_wal.h"
+#include "storage/object_wal.h"
 #include "storage/record.h"
 
 namespace shale::storage {
@@ -281,9 +282,22 @@ Status EngineImpl::start() {
     auto f = FileWal::open(w);
     if (!f.ok()) return std::move(f).error();
     wal_ = std::move(f).value();
+  } else if (opts_.wal_path.rfind("object://", 0) == 0) {
+    ObjectWalOptions w;
+    w.prefix = opts_.wal_path.substr(9);
+    w.node_id = opts_.node_id;
+    w.node_epoch = node_epoch_;
+    w.batch_interval_ms = opts_.object_wal_batch_interval_ms;
+    w.batch_bytes = opts_.object_wal_batch_bytes;
+    w.max_unflushed = opts_.log_cache_size;
+    if (w.prefix.empty()) return Error::make(Errc::kInvalidArgument, "object WAL needs a prefix");
+    auto ow = ObjectWal::open(w, store_);
+    if (!ow.ok()) return std::move(ow).error();
+    wal_ = std::move(ow).value();
   } else {
-    return Error::make(Errc::kInvalidArgument,
-                       "s3.wal.path must be file:///path, got '" + opts_.wal_path + "'");
+    return Error::make(
+        Errc::kInvalidArgument,
+        "s3.wal.path must be file:///path or object://prefix, got '" + opts_.wal_path + "'");
   }
   SHALE_TRY(recover());
   watch_streams();

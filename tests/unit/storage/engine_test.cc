@@ -184,6 +184,29 @@ TEST_F(EngineTest, CrashRecoveryReplaysTheWal) {
   expect_readable(s, id, 0, 50, 500);
 }
 
+TEST_F(EngineTest, ObjectWalCrashRecovery) {
+  auto o = options();
+  o.wal_path = "object://wal";
+  o.object_wal_batch_interval_ms = 2;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    for (int64_t i = 0; i < 40; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 700)).ok());
+    }
+    // Data uploads fail from here: the records exist only in the WAL objects.
+    store_.fail_puts = true;
+    e->shutdown();
+  }
+  store_.fail_puts = false;
+  auto e = open(o);
+  Stream* s = *e->open_stream(id);
+  EXPECT_EQ(s->end_offset(), 40);
+  expect_readable(s, id, 0, 40, 700);
+}
+
 TEST_F(EngineTest, RecoveryFailsWhileTheStoreIsDownAndKeepsTheWal) {
   int64_t id;
   {
