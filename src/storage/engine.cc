@@ -47,7 +47,10 @@ void StreamImpl::append(int64_t expected_base, uint32_t count, Buffer payload,
                                                     ", next offset is " + std::to_string(next_));
     } else {
       Status st = e_->admit(payload.size() + LogCache::kRecordOverhead);
-      if (st.ok()) st = e_->wal_append(this, next_, count, std::move(payload), std::move(done));
+      // Shared so that a refusal by the WAL leaves the callback with us to report it.
+      auto cb = std::make_shared<AppendCallback>(std::move(done));
+      if (st.ok()) st = e_->wal_append(this, next_, count, std::move(payload), cb);
+      if (!st.ok()) done = std::move(*cb);
       if (st.ok()) {
         next_ += count;
         ++pending_;
@@ -568,7 +571,7 @@ Status EngineImpl::admit(uint64_t bytes) {
 }
 
 Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffer payload,
-                              AppendCallback done) {
+                              std::shared_ptr<AppendCallback> done) {
   uint8_t head[kRecordHeaderSize];
   encode_record_header(head, EncodedRecordHeader{s->id(), s->epoch(), base, count,
                                                  static_cast<uint32_t>(payload.size())});
@@ -578,8 +581,7 @@ Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffe
   Buffer body = payload;
   Status st = wal_->append(
       Buffer::copy(head, sizeof head), std::move(body),
-      [this, s, base, count, payload = std::move(payload), charge,
-       done = std::move(done)](Result<uint64_t> r) mutable {
+      [this, s, base, count, payload = std::move(payload), charge, done](Result<uint64_t> r) {
         if (r.ok()) {
           bool sealed;
           {
@@ -589,11 +591,11 @@ Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffe
           }
           if (sealed) upload_cv_.notify_all();
           s->on_durable(base + count);
-          done(AppendResult{base, base + count});
+          (*done)(AppendResult{base, base + count});
         } else {
           inflight_bytes_ -= charge;
           s->on_failed();
-          done(std::move(r).error());
+          (*done)(std::move(r).error());
         }
         --inflight_appends_;
       });

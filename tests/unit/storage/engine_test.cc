@@ -261,6 +261,37 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   expect_readable(s, id, 0, off + 1, 64 << 10);
 }
 
+TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;  // the WAL fills long before the 8 MiB LogCache
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  store_.fail_puts = true;  // no upload, so no WAL trim
+  Status last;
+  int64_t off = 0;
+  for (; off < 200; ++off) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (!r.ok()) {
+      last = r.error();
+      break;
+    }
+  }
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  EXPECT_EQ(s->next_offset(), off);
+  store_.fail_puts = false;
+  Status ok;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(ok.ok());
+  expect_readable(s, id, 0, off + 1, 32 << 10);
+}
+
 TEST_F(EngineTest, ReopenElsewhereFencesTheOldOwner) {
   auto e0 = open(options(0));
   auto e1 = open(options(1));
