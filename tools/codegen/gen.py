@@ -469,10 +469,22 @@ def not_default(f, src):
 
 
 def emit_struct_decl(o, msg, name, fields, top):
-    o("struct {} {{".format(name))
-    if top:
+    if top and msg.structs:
+        # Nested types live in a namespace of their own and are aliased into the message:
+        # clang cannot default-construct a nested struct with member initialisers inside
+        # std::optional before the enclosing class is complete (llvm issue 36032).
+        o("namespace {} {{".format(msg.file))
+        o("")
         for sname, sfields in msg.structs:
             emit_struct_decl(o, msg, sname, sfields, False)
+            o("")
+        o("}}  // namespace {}".format(msg.file))
+        o("")
+    o("struct {} {{".format(name))
+    if top:
+        for sname, _ in msg.structs:
+            o("using {} = {}::{};".format(sname, msg.file, sname))
+        if msg.structs:
             o("")
         if msg.api_key is not None:
             base = msg.name[:-len("Request")] if msg.kind == "request" else \
@@ -940,7 +952,8 @@ def gen_test_group(msgs):
         o("Rng g(seed * 1000003u + static_cast<uint64_t>(v));")
         o("{} x;".format(m.name))
         o("randomize(x, g, v);")
-        o("expect_round_trip(x, v, seed);")
+        o("expect_round_trip(x, v, seed, MessageKind::k{});".format(
+            {"request": "Request", "response": "Response"}.get(m.kind, "Other")))
         o("}")
         o("}")
         o("}")

@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace add_partitions_to_txn_request {
+
+struct AddPartitionsToTxnTopic {
+  std::string name{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTopic&) const = default;
+};
+
+struct AddPartitionsToTxnTransaction {
+  std::string transactional_id{};
+  int64_t producer_id{};
+  int16_t producer_epoch{};
+  bool verify_only{false};
+  std::vector<AddPartitionsToTxnTopic> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTransaction&) const = default;
+};
+
+}  // namespace add_partitions_to_txn_request
+
 struct AddPartitionsToTxnRequest {
-  struct AddPartitionsToTxnTopic {
-    std::string name{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTopic&) const = default;
-  };
-
-  struct AddPartitionsToTxnTransaction {
-    std::string transactional_id{};
-    int64_t producer_id{};
-    int16_t producer_epoch{};
-    bool verify_only{false};
-    std::vector<AddPartitionsToTxnTopic> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTransaction&) const = default;
-  };
+  using AddPartitionsToTxnTopic = add_partitions_to_txn_request::AddPartitionsToTxnTopic;
+  using AddPartitionsToTxnTransaction = add_partitions_to_txn_request::AddPartitionsToTxnTransaction;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAddPartitionsToTxn;
   static constexpr int16_t kMinVersion = 0;

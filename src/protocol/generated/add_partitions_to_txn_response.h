@@ -14,33 +14,41 @@
 
 namespace shale::protocol {
 
+namespace add_partitions_to_txn_response {
+
+struct AddPartitionsToTxnPartitionResult {
+  int32_t partition_index{};
+  int16_t partition_error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AddPartitionsToTxnPartitionResult&) const = default;
+};
+
+struct AddPartitionsToTxnTopicResult {
+  std::string name{};
+  std::vector<AddPartitionsToTxnPartitionResult> results_by_partition{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AddPartitionsToTxnTopicResult&) const = default;
+};
+
+struct AddPartitionsToTxnResult {
+  std::string transactional_id{};
+  std::vector<AddPartitionsToTxnTopicResult> topic_results{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AddPartitionsToTxnResult&) const = default;
+};
+
+}  // namespace add_partitions_to_txn_response
+
 struct AddPartitionsToTxnResponse {
-  struct AddPartitionsToTxnPartitionResult {
-    int32_t partition_index{};
-    int16_t partition_error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AddPartitionsToTxnPartitionResult&) const = default;
-  };
-
-  struct AddPartitionsToTxnTopicResult {
-    std::string name{};
-    std::vector<AddPartitionsToTxnPartitionResult> results_by_partition{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AddPartitionsToTxnTopicResult&) const = default;
-  };
-
-  struct AddPartitionsToTxnResult {
-    std::string transactional_id{};
-    std::vector<AddPartitionsToTxnTopicResult> topic_results{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AddPartitionsToTxnResult&) const = default;
-  };
+  using AddPartitionsToTxnPartitionResult = add_partitions_to_txn_response::AddPartitionsToTxnPartitionResult;
+  using AddPartitionsToTxnTopicResult = add_partitions_to_txn_response::AddPartitionsToTxnTopicResult;
+  using AddPartitionsToTxnResult = add_partitions_to_txn_response::AddPartitionsToTxnResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAddPartitionsToTxn;
   static constexpr int16_t kMinVersion = 0;

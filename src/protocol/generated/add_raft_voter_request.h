@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct AddRaftVoterRequest {
-  struct Listener {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
+namespace add_raft_voter_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
+struct Listener {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+}  // namespace add_raft_voter_request
+
+struct AddRaftVoterRequest {
+  using Listener = add_raft_voter_request::Listener;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAddRaftVoter;
   static constexpr int16_t kMinVersion = 0;

@@ -14,34 +14,42 @@
 
 namespace shale::protocol {
 
+namespace alter_client_quotas_request {
+
+struct EntityData {
+  std::string entity_type{};
+  std::optional<std::string> entity_name{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct OpData {
+  std::string key{};
+  double value{};
+  bool remove{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OpData&) const = default;
+};
+
+struct EntryData {
+  std::vector<EntityData> entity{};
+  std::vector<OpData> ops{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace alter_client_quotas_request
+
 struct AlterClientQuotasRequest {
-  struct EntityData {
-    std::string entity_type{};
-    std::optional<std::string> entity_name{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct OpData {
-    std::string key{};
-    double value{};
-    bool remove{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OpData&) const = default;
-  };
-
-  struct EntryData {
-    std::vector<EntityData> entity{};
-    std::vector<OpData> ops{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
+  using EntityData = alter_client_quotas_request::EntityData;
+  using OpData = alter_client_quotas_request::OpData;
+  using EntryData = alter_client_quotas_request::EntryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterClientQuotas;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace alter_client_quotas_response {
+
+struct EntityData {
+  std::string entity_type{};
+  std::optional<std::string> entity_name{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct EntryData {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<EntityData> entity{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace alter_client_quotas_response
+
 struct AlterClientQuotasResponse {
-  struct EntityData {
-    std::string entity_type{};
-    std::optional<std::string> entity_name{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct EntryData {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<EntityData> entity{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
+  using EntityData = alter_client_quotas_response::EntityData;
+  using EntryData = alter_client_quotas_response::EntryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterClientQuotas;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace alter_configs_request {
+
+struct AlterableConfig {
+  std::string name{};
+  std::optional<std::string> value{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterableConfig&) const = default;
+};
+
+struct AlterConfigsResource {
+  int8_t resource_type{};
+  std::string resource_name{};
+  std::vector<AlterableConfig> configs{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterConfigsResource&) const = default;
+};
+
+}  // namespace alter_configs_request
+
 struct AlterConfigsRequest {
-  struct AlterableConfig {
-    std::string name{};
-    std::optional<std::string> value{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterableConfig&) const = default;
-  };
-
-  struct AlterConfigsResource {
-    int8_t resource_type{};
-    std::string resource_name{};
-    std::vector<AlterableConfig> configs{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterConfigsResource&) const = default;
-  };
+  using AlterableConfig = alter_configs_request::AlterableConfig;
+  using AlterConfigsResource = alter_configs_request::AlterConfigsResource;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterConfigs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct AlterConfigsResponse {
-  struct AlterConfigsResourceResponse {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type{};
-    std::string resource_name{};
+namespace alter_configs_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterConfigsResourceResponse&) const = default;
-  };
+struct AlterConfigsResourceResponse {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type{};
+  std::string resource_name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterConfigsResourceResponse&) const = default;
+};
+
+}  // namespace alter_configs_response
+
+struct AlterConfigsResponse {
+  using AlterConfigsResourceResponse = alter_configs_response::AlterConfigsResourceResponse;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterConfigs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace alter_partition_reassignments_request {
+
+struct ReassignablePartition {
+  int32_t partition_index{};
+  std::optional<std::vector<int32_t>> replicas{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReassignablePartition&) const = default;
+};
+
+struct ReassignableTopic {
+  std::string name{};
+  std::vector<ReassignablePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReassignableTopic&) const = default;
+};
+
+}  // namespace alter_partition_reassignments_request
+
 struct AlterPartitionReassignmentsRequest {
-  struct ReassignablePartition {
-    int32_t partition_index{};
-    std::optional<std::vector<int32_t>> replicas{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReassignablePartition&) const = default;
-  };
-
-  struct ReassignableTopic {
-    std::string name{};
-    std::vector<ReassignablePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReassignableTopic&) const = default;
-  };
+  using ReassignablePartition = alter_partition_reassignments_request::ReassignablePartition;
+  using ReassignableTopic = alter_partition_reassignments_request::ReassignableTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterPartitionReassignments;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace alter_partition_reassignments_response {
+
+struct ReassignablePartitionResponse {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReassignablePartitionResponse&) const = default;
+};
+
+struct ReassignableTopicResponse {
+  std::string name{};
+  std::vector<ReassignablePartitionResponse> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReassignableTopicResponse&) const = default;
+};
+
+}  // namespace alter_partition_reassignments_response
+
 struct AlterPartitionReassignmentsResponse {
-  struct ReassignablePartitionResponse {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReassignablePartitionResponse&) const = default;
-  };
-
-  struct ReassignableTopicResponse {
-    std::string name{};
-    std::vector<ReassignablePartitionResponse> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReassignableTopicResponse&) const = default;
-  };
+  using ReassignablePartitionResponse = alter_partition_reassignments_response::ReassignablePartitionResponse;
+  using ReassignableTopicResponse = alter_partition_reassignments_response::ReassignableTopicResponse;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterPartitionReassignments;
   static constexpr int16_t kMinVersion = 0;

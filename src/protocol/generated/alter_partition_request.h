@@ -14,38 +14,46 @@
 
 namespace shale::protocol {
 
+namespace alter_partition_request {
+
+struct BrokerState {
+  int32_t broker_id{};
+  int64_t broker_epoch{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const BrokerState&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int32_t leader_epoch{};
+  std::vector<int32_t> new_isr{};
+  std::vector<BrokerState> new_isr_with_epochs{};
+  int8_t leader_recovery_state{0};
+  int32_t partition_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+}  // namespace alter_partition_request
+
 struct AlterPartitionRequest {
-  struct BrokerState {
-    int32_t broker_id{};
-    int64_t broker_epoch{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const BrokerState&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int32_t leader_epoch{};
-    std::vector<int32_t> new_isr{};
-    std::vector<BrokerState> new_isr_with_epochs{};
-    int8_t leader_recovery_state{0};
-    int32_t partition_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
+  using BrokerState = alter_partition_request::BrokerState;
+  using PartitionData = alter_partition_request::PartitionData;
+  using TopicData = alter_partition_request::TopicData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterPartition;
   static constexpr int16_t kMinVersion = 0;

@@ -14,30 +14,37 @@
 
 namespace shale::protocol {
 
+namespace alter_partition_response {
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+  std::vector<int32_t> isr{};
+  int8_t leader_recovery_state{0};
+  int32_t partition_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+}  // namespace alter_partition_response
+
 struct AlterPartitionResponse {
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-    std::vector<int32_t> isr{};
-    int8_t leader_recovery_state{0};
-    int32_t partition_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
+  using PartitionData = alter_partition_response::PartitionData;
+  using TopicData = alter_partition_response::TopicData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterPartition;
   static constexpr int16_t kMinVersion = 0;

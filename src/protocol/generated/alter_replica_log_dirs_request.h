@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace alter_replica_log_dirs_request {
+
+struct AlterReplicaLogDirTopic {
+  std::string name{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterReplicaLogDirTopic&) const = default;
+};
+
+struct AlterReplicaLogDir {
+  std::string path{};
+  std::vector<AlterReplicaLogDirTopic> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterReplicaLogDir&) const = default;
+};
+
+}  // namespace alter_replica_log_dirs_request
+
 struct AlterReplicaLogDirsRequest {
-  struct AlterReplicaLogDirTopic {
-    std::string name{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterReplicaLogDirTopic&) const = default;
-  };
-
-  struct AlterReplicaLogDir {
-    std::string path{};
-    std::vector<AlterReplicaLogDirTopic> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterReplicaLogDir&) const = default;
-  };
+  using AlterReplicaLogDirTopic = alter_replica_log_dirs_request::AlterReplicaLogDirTopic;
+  using AlterReplicaLogDir = alter_replica_log_dirs_request::AlterReplicaLogDir;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterReplicaLogDirs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace alter_replica_log_dirs_response {
+
+struct AlterReplicaLogDirPartitionResult {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterReplicaLogDirPartitionResult&) const = default;
+};
+
+struct AlterReplicaLogDirTopicResult {
+  std::string topic_name{};
+  std::vector<AlterReplicaLogDirPartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterReplicaLogDirTopicResult&) const = default;
+};
+
+}  // namespace alter_replica_log_dirs_response
+
 struct AlterReplicaLogDirsResponse {
-  struct AlterReplicaLogDirPartitionResult {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterReplicaLogDirPartitionResult&) const = default;
-  };
-
-  struct AlterReplicaLogDirTopicResult {
-    std::string topic_name{};
-    std::vector<AlterReplicaLogDirPartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterReplicaLogDirTopicResult&) const = default;
-  };
+  using AlterReplicaLogDirPartitionResult = alter_replica_log_dirs_response::AlterReplicaLogDirPartitionResult;
+  using AlterReplicaLogDirTopicResult = alter_replica_log_dirs_response::AlterReplicaLogDirTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterReplicaLogDirs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace alter_user_scram_credentials_request {
+
+struct ScramCredentialDeletion {
+  std::string name{};
+  int8_t mechanism{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ScramCredentialDeletion&) const = default;
+};
+
+struct ScramCredentialUpsertion {
+  std::string name{};
+  int8_t mechanism{};
+  int32_t iterations{};
+  ::shale::Buffer salt{};
+  ::shale::Buffer salted_password{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ScramCredentialUpsertion&) const = default;
+};
+
+}  // namespace alter_user_scram_credentials_request
+
 struct AlterUserScramCredentialsRequest {
-  struct ScramCredentialDeletion {
-    std::string name{};
-    int8_t mechanism{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ScramCredentialDeletion&) const = default;
-  };
-
-  struct ScramCredentialUpsertion {
-    std::string name{};
-    int8_t mechanism{};
-    int32_t iterations{};
-    ::shale::Buffer salt{};
-    ::shale::Buffer salted_password{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ScramCredentialUpsertion&) const = default;
-  };
+  using ScramCredentialDeletion = alter_user_scram_credentials_request::ScramCredentialDeletion;
+  using ScramCredentialUpsertion = alter_user_scram_credentials_request::ScramCredentialUpsertion;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterUserScramCredentials;
   static constexpr int16_t kMinVersion = 0;

@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct AlterUserScramCredentialsResponse {
-  struct AlterUserScramCredentialsResult {
-    std::string user{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
+namespace alter_user_scram_credentials_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterUserScramCredentialsResult&) const = default;
-  };
+struct AlterUserScramCredentialsResult {
+  std::string user{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterUserScramCredentialsResult&) const = default;
+};
+
+}  // namespace alter_user_scram_credentials_response
+
+struct AlterUserScramCredentialsResponse {
+  using AlterUserScramCredentialsResult = alter_user_scram_credentials_response::AlterUserScramCredentialsResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAlterUserScramCredentials;
   static constexpr int16_t kMinVersion = 0;

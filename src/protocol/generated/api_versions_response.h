@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace api_versions_response {
+
+struct ApiVersion {
+  int16_t api_key{};
+  int16_t min_version{};
+  int16_t max_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ApiVersion&) const = default;
+};
+
+struct SupportedFeatureKey {
+  std::string name{};
+  int16_t min_version{};
+  int16_t max_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const SupportedFeatureKey&) const = default;
+};
+
+struct FinalizedFeatureKey {
+  std::string name{};
+  int16_t max_version_level{};
+  int16_t min_version_level{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FinalizedFeatureKey&) const = default;
+};
+
+}  // namespace api_versions_response
+
 struct ApiVersionsResponse {
-  struct ApiVersion {
-    int16_t api_key{};
-    int16_t min_version{};
-    int16_t max_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ApiVersion&) const = default;
-  };
-
-  struct SupportedFeatureKey {
-    std::string name{};
-    int16_t min_version{};
-    int16_t max_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const SupportedFeatureKey&) const = default;
-  };
-
-  struct FinalizedFeatureKey {
-    std::string name{};
-    int16_t max_version_level{};
-    int16_t min_version_level{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FinalizedFeatureKey&) const = default;
-  };
+  using ApiVersion = api_versions_response::ApiVersion;
+  using SupportedFeatureKey = api_versions_response::SupportedFeatureKey;
+  using FinalizedFeatureKey = api_versions_response::FinalizedFeatureKey;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kApiVersions;
   static constexpr int16_t kMinVersion = 0;

@@ -14,32 +14,40 @@
 
 namespace shale::protocol {
 
+namespace assign_replicas_to_dirs_request {
+
+struct PartitionData {
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct DirectoryData {
+  ::shale::protocol::Uuid id{};
+  std::vector<TopicData> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DirectoryData&) const = default;
+};
+
+}  // namespace assign_replicas_to_dirs_request
+
 struct AssignReplicasToDirsRequest {
-  struct PartitionData {
-    int32_t partition_index{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct DirectoryData {
-    ::shale::protocol::Uuid id{};
-    std::vector<TopicData> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DirectoryData&) const = default;
-  };
+  using PartitionData = assign_replicas_to_dirs_request::PartitionData;
+  using TopicData = assign_replicas_to_dirs_request::TopicData;
+  using DirectoryData = assign_replicas_to_dirs_request::DirectoryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAssignReplicasToDirs;
   static constexpr int16_t kMinVersion = 0;

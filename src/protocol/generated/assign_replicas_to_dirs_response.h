@@ -14,33 +14,41 @@
 
 namespace shale::protocol {
 
+namespace assign_replicas_to_dirs_response {
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct DirectoryData {
+  ::shale::protocol::Uuid id{};
+  std::vector<TopicData> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DirectoryData&) const = default;
+};
+
+}  // namespace assign_replicas_to_dirs_response
+
 struct AssignReplicasToDirsResponse {
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct DirectoryData {
-    ::shale::protocol::Uuid id{};
-    std::vector<TopicData> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DirectoryData&) const = default;
-  };
+  using PartitionData = assign_replicas_to_dirs_response::PartitionData;
+  using TopicData = assign_replicas_to_dirs_response::TopicData;
+  using DirectoryData = assign_replicas_to_dirs_response::DirectoryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kAssignReplicasToDirs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace begin_quorum_epoch_request {
+
+struct PartitionData {
+  int32_t partition_index{};
+  ::shale::protocol::Uuid voter_directory_id{};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct LeaderEndpoint {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderEndpoint&) const = default;
+};
+
+}  // namespace begin_quorum_epoch_request
+
 struct BeginQuorumEpochRequest {
-  struct PartitionData {
-    int32_t partition_index{};
-    ::shale::protocol::Uuid voter_directory_id{};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct LeaderEndpoint {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderEndpoint&) const = default;
-  };
+  using PartitionData = begin_quorum_epoch_request::PartitionData;
+  using TopicData = begin_quorum_epoch_request::TopicData;
+  using LeaderEndpoint = begin_quorum_epoch_request::LeaderEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kBeginQuorumEpoch;
   static constexpr int16_t kMinVersion = 0;

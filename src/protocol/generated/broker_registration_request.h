@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace broker_registration_request {
+
+struct Listener {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+  int16_t security_protocol{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+struct Feature {
+  std::string name{};
+  int16_t min_supported_version{};
+  int16_t max_supported_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Feature&) const = default;
+};
+
+}  // namespace broker_registration_request
+
 struct BrokerRegistrationRequest {
-  struct Listener {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-    int16_t security_protocol{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
-
-  struct Feature {
-    std::string name{};
-    int16_t min_supported_version{};
-    int16_t max_supported_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Feature&) const = default;
-  };
+  using Listener = broker_registration_request::Listener;
+  using Feature = broker_registration_request::Feature;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kBrokerRegistration;
   static constexpr int16_t kMinVersion = 0;

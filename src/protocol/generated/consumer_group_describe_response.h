@@ -14,57 +14,66 @@
 
 namespace shale::protocol {
 
+namespace consumer_group_describe_response {
+
+struct TopicPartitions {
+  ::shale::protocol::Uuid topic_id{};
+  std::string topic_name{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+struct Assignment {
+  std::vector<TopicPartitions> topic_partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Assignment&) const = default;
+};
+
+struct Member {
+  std::string member_id{};
+  std::optional<std::string> instance_id{std::nullopt};
+  std::optional<std::string> rack_id{std::nullopt};
+  int32_t member_epoch{};
+  std::string client_id{};
+  std::string client_host{};
+  std::vector<std::string> subscribed_topic_names{};
+  std::optional<std::string> subscribed_topic_regex{std::nullopt};
+  Assignment assignment{};
+  Assignment target_assignment{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Member&) const = default;
+};
+
+struct DescribedGroup {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  std::string group_id{};
+  std::string group_state{};
+  int32_t group_epoch{};
+  int32_t assignment_epoch{};
+  std::string assignor_name{};
+  std::vector<Member> members{};
+  int32_t authorized_operations{int32_t(-2147483647 - 1)};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribedGroup&) const = default;
+};
+
+}  // namespace consumer_group_describe_response
+
 struct ConsumerGroupDescribeResponse {
-  struct TopicPartitions {
-    ::shale::protocol::Uuid topic_id{};
-    std::string topic_name{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
-
-  struct Assignment {
-    std::vector<TopicPartitions> topic_partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Assignment&) const = default;
-  };
-
-  struct Member {
-    std::string member_id{};
-    std::optional<std::string> instance_id{std::nullopt};
-    std::optional<std::string> rack_id{std::nullopt};
-    int32_t member_epoch{};
-    std::string client_id{};
-    std::string client_host{};
-    std::vector<std::string> subscribed_topic_names{};
-    std::optional<std::string> subscribed_topic_regex{std::nullopt};
-    Assignment assignment{};
-    Assignment target_assignment{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Member&) const = default;
-  };
-
-  struct DescribedGroup {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    std::string group_id{};
-    std::string group_state{};
-    int32_t group_epoch{};
-    int32_t assignment_epoch{};
-    std::string assignor_name{};
-    std::vector<Member> members{};
-    int32_t authorized_operations{int32_t(-2147483647 - 1)};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribedGroup&) const = default;
-  };
+  using TopicPartitions = consumer_group_describe_response::TopicPartitions;
+  using Assignment = consumer_group_describe_response::Assignment;
+  using Member = consumer_group_describe_response::Member;
+  using DescribedGroup = consumer_group_describe_response::DescribedGroup;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kConsumerGroupDescribe;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct ConsumerGroupHeartbeatRequest {
-  struct TopicPartitions {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<int32_t> partitions{};
+namespace consumer_group_heartbeat_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
+struct TopicPartitions {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+}  // namespace consumer_group_heartbeat_request
+
+struct ConsumerGroupHeartbeatRequest {
+  using TopicPartitions = consumer_group_heartbeat_request::TopicPartitions;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kConsumerGroupHeartbeat;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct ConsumerProtocolAssignment {
-  struct TopicPartition {
-    std::string topic{};
-    std::vector<int32_t> partitions{};
+namespace consumer_protocol_assignment {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicPartition&) const = default;
-  };
+struct TopicPartition {
+  std::string topic{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicPartition&) const = default;
+};
+
+}  // namespace consumer_protocol_assignment
+
+struct ConsumerProtocolAssignment {
+  using TopicPartition = consumer_protocol_assignment::TopicPartition;
 
   static constexpr int16_t kMinVersion = 0;
   static constexpr int16_t kMaxVersion = 3;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct ControlledShutdownResponse {
-  struct RemainingPartition {
-    std::string topic_name{};
-    int32_t partition_index{};
+namespace controlled_shutdown_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const RemainingPartition&) const = default;
-  };
+struct RemainingPartition {
+  std::string topic_name{};
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const RemainingPartition&) const = default;
+};
+
+}  // namespace controlled_shutdown_response
+
+struct ControlledShutdownResponse {
+  using RemainingPartition = controlled_shutdown_response::RemainingPartition;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kControlledShutdown;
   static constexpr int16_t kMinVersion = 0;

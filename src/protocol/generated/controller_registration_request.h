@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace controller_registration_request {
+
+struct Listener {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+  int16_t security_protocol{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+struct Feature {
+  std::string name{};
+  int16_t min_supported_version{};
+  int16_t max_supported_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Feature&) const = default;
+};
+
+}  // namespace controller_registration_request
+
 struct ControllerRegistrationRequest {
-  struct Listener {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-    int16_t security_protocol{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
-
-  struct Feature {
-    std::string name{};
-    int16_t min_supported_version{};
-    int16_t max_supported_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Feature&) const = default;
-  };
+  using Listener = controller_registration_request::Listener;
+  using Feature = controller_registration_request::Feature;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kControllerRegistration;
   static constexpr int16_t kMinVersion = 0;

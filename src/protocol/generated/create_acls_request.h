@@ -14,20 +14,26 @@
 
 namespace shale::protocol {
 
-struct CreateAclsRequest {
-  struct AclCreation {
-    int8_t resource_type{};
-    std::string resource_name{};
-    int8_t resource_pattern_type{3};
-    std::string principal{};
-    std::string host{};
-    int8_t operation{};
-    int8_t permission_type{};
+namespace create_acls_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AclCreation&) const = default;
-  };
+struct AclCreation {
+  int8_t resource_type{};
+  std::string resource_name{};
+  int8_t resource_pattern_type{3};
+  std::string principal{};
+  std::string host{};
+  int8_t operation{};
+  int8_t permission_type{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AclCreation&) const = default;
+};
+
+}  // namespace create_acls_request
+
+struct CreateAclsRequest {
+  using AclCreation = create_acls_request::AclCreation;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreateAcls;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct CreateAclsResponse {
-  struct AclCreationResult {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
+namespace create_acls_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AclCreationResult&) const = default;
-  };
+struct AclCreationResult {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AclCreationResult&) const = default;
+};
+
+}  // namespace create_acls_response
+
+struct CreateAclsResponse {
+  using AclCreationResult = create_acls_response::AclCreationResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreateAcls;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct CreateDelegationTokenRequest {
-  struct CreatableRenewers {
-    std::string principal_type{};
-    std::string principal_name{};
+namespace create_delegation_token_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableRenewers&) const = default;
-  };
+struct CreatableRenewers {
+  std::string principal_type{};
+  std::string principal_name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableRenewers&) const = default;
+};
+
+}  // namespace create_delegation_token_request
+
+struct CreateDelegationTokenRequest {
+  using CreatableRenewers = create_delegation_token_request::CreatableRenewers;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreateDelegationToken;
   static constexpr int16_t kMinVersion = 0;

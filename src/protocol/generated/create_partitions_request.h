@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace create_partitions_request {
+
+struct CreatePartitionsAssignment {
+  std::vector<int32_t> broker_ids{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatePartitionsAssignment&) const = default;
+};
+
+struct CreatePartitionsTopic {
+  std::string name{};
+  int32_t count{};
+  std::optional<std::vector<CreatePartitionsAssignment>> assignments{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatePartitionsTopic&) const = default;
+};
+
+}  // namespace create_partitions_request
+
 struct CreatePartitionsRequest {
-  struct CreatePartitionsAssignment {
-    std::vector<int32_t> broker_ids{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatePartitionsAssignment&) const = default;
-  };
-
-  struct CreatePartitionsTopic {
-    std::string name{};
-    int32_t count{};
-    std::optional<std::vector<CreatePartitionsAssignment>> assignments{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatePartitionsTopic&) const = default;
-  };
+  using CreatePartitionsAssignment = create_partitions_request::CreatePartitionsAssignment;
+  using CreatePartitionsTopic = create_partitions_request::CreatePartitionsTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreatePartitions;
   static constexpr int16_t kMinVersion = 0;

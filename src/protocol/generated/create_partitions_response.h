@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct CreatePartitionsResponse {
-  struct CreatePartitionsTopicResult {
-    std::string name{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
+namespace create_partitions_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatePartitionsTopicResult&) const = default;
-  };
+struct CreatePartitionsTopicResult {
+  std::string name{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatePartitionsTopicResult&) const = default;
+};
+
+}  // namespace create_partitions_response
+
+struct CreatePartitionsResponse {
+  using CreatePartitionsTopicResult = create_partitions_response::CreatePartitionsTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreatePartitions;
   static constexpr int16_t kMinVersion = 0;

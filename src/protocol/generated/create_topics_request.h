@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace create_topics_request {
+
+struct CreatableReplicaAssignment {
+  int32_t partition_index{};
+  std::vector<int32_t> broker_ids{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableReplicaAssignment&) const = default;
+};
+
+struct CreatableTopicConfig {
+  std::string name{};
+  std::optional<std::string> value{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableTopicConfig&) const = default;
+};
+
+struct CreatableTopic {
+  std::string name{};
+  int32_t num_partitions{};
+  int16_t replication_factor{};
+  std::vector<CreatableReplicaAssignment> assignments{};
+  std::vector<CreatableTopicConfig> configs{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableTopic&) const = default;
+};
+
+}  // namespace create_topics_request
+
 struct CreateTopicsRequest {
-  struct CreatableReplicaAssignment {
-    int32_t partition_index{};
-    std::vector<int32_t> broker_ids{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableReplicaAssignment&) const = default;
-  };
-
-  struct CreatableTopicConfig {
-    std::string name{};
-    std::optional<std::string> value{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableTopicConfig&) const = default;
-  };
-
-  struct CreatableTopic {
-    std::string name{};
-    int32_t num_partitions{};
-    int16_t replication_factor{};
-    std::vector<CreatableReplicaAssignment> assignments{};
-    std::vector<CreatableTopicConfig> configs{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableTopic&) const = default;
-  };
+  using CreatableReplicaAssignment = create_topics_request::CreatableReplicaAssignment;
+  using CreatableTopicConfig = create_topics_request::CreatableTopicConfig;
+  using CreatableTopic = create_topics_request::CreatableTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreateTopics;
   static constexpr int16_t kMinVersion = 0;

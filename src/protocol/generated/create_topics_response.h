@@ -14,33 +14,40 @@
 
 namespace shale::protocol {
 
+namespace create_topics_response {
+
+struct CreatableTopicConfigs {
+  std::string name{};
+  std::optional<std::string> value{std::in_place};
+  bool read_only{};
+  int8_t config_source{-1};
+  bool is_sensitive{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableTopicConfigs&) const = default;
+};
+
+struct CreatableTopicResult {
+  std::string name{};
+  ::shale::protocol::Uuid topic_id{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  int16_t topic_config_error_code{};
+  int32_t num_partitions{-1};
+  int16_t replication_factor{-1};
+  std::optional<std::vector<CreatableTopicConfigs>> configs{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CreatableTopicResult&) const = default;
+};
+
+}  // namespace create_topics_response
+
 struct CreateTopicsResponse {
-  struct CreatableTopicConfigs {
-    std::string name{};
-    std::optional<std::string> value{std::in_place};
-    bool read_only{};
-    int8_t config_source{-1};
-    bool is_sensitive{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableTopicConfigs&) const = default;
-  };
-
-  struct CreatableTopicResult {
-    std::string name{};
-    ::shale::protocol::Uuid topic_id{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    int16_t topic_config_error_code{};
-    int32_t num_partitions{-1};
-    int16_t replication_factor{-1};
-    std::optional<std::vector<CreatableTopicConfigs>> configs{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CreatableTopicResult&) const = default;
-  };
+  using CreatableTopicConfigs = create_topics_response::CreatableTopicConfigs;
+  using CreatableTopicResult = create_topics_response::CreatableTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kCreateTopics;
   static constexpr int16_t kMinVersion = 0;

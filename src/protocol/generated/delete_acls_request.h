@@ -14,20 +14,26 @@
 
 namespace shale::protocol {
 
-struct DeleteAclsRequest {
-  struct DeleteAclsFilter {
-    int8_t resource_type_filter{};
-    std::optional<std::string> resource_name_filter{std::in_place};
-    int8_t pattern_type_filter{3};
-    std::optional<std::string> principal_filter{std::in_place};
-    std::optional<std::string> host_filter{std::in_place};
-    int8_t operation{};
-    int8_t permission_type{};
+namespace delete_acls_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteAclsFilter&) const = default;
-  };
+struct DeleteAclsFilter {
+  int8_t resource_type_filter{};
+  std::optional<std::string> resource_name_filter{std::in_place};
+  int8_t pattern_type_filter{3};
+  std::optional<std::string> principal_filter{std::in_place};
+  std::optional<std::string> host_filter{std::in_place};
+  int8_t operation{};
+  int8_t permission_type{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteAclsFilter&) const = default;
+};
+
+}  // namespace delete_acls_request
+
+struct DeleteAclsRequest {
+  using DeleteAclsFilter = delete_acls_request::DeleteAclsFilter;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteAcls;
   static constexpr int16_t kMinVersion = 0;

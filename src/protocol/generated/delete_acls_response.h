@@ -14,32 +14,39 @@
 
 namespace shale::protocol {
 
+namespace delete_acls_response {
+
+struct DeleteAclsMatchingAcl {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type{};
+  std::string resource_name{};
+  int8_t pattern_type{3};
+  std::string principal{};
+  std::string host{};
+  int8_t operation{};
+  int8_t permission_type{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteAclsMatchingAcl&) const = default;
+};
+
+struct DeleteAclsFilterResult {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<DeleteAclsMatchingAcl> matching_acls{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteAclsFilterResult&) const = default;
+};
+
+}  // namespace delete_acls_response
+
 struct DeleteAclsResponse {
-  struct DeleteAclsMatchingAcl {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type{};
-    std::string resource_name{};
-    int8_t pattern_type{3};
-    std::string principal{};
-    std::string host{};
-    int8_t operation{};
-    int8_t permission_type{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteAclsMatchingAcl&) const = default;
-  };
-
-  struct DeleteAclsFilterResult {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<DeleteAclsMatchingAcl> matching_acls{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteAclsFilterResult&) const = default;
-  };
+  using DeleteAclsMatchingAcl = delete_acls_response::DeleteAclsMatchingAcl;
+  using DeleteAclsFilterResult = delete_acls_response::DeleteAclsFilterResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteAcls;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct DeleteGroupsResponse {
-  struct DeletableGroupResult {
-    std::string group_id{};
-    int16_t error_code{};
+namespace delete_groups_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeletableGroupResult&) const = default;
-  };
+struct DeletableGroupResult {
+  std::string group_id{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeletableGroupResult&) const = default;
+};
+
+}  // namespace delete_groups_response
+
+struct DeleteGroupsResponse {
+  using DeletableGroupResult = delete_groups_response::DeletableGroupResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteGroups;
   static constexpr int16_t kMinVersion = 0;

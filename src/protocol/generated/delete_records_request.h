@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace delete_records_request {
+
+struct DeleteRecordsPartition {
+  int32_t partition_index{};
+  int64_t offset{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteRecordsPartition&) const = default;
+};
+
+struct DeleteRecordsTopic {
+  std::string name{};
+  std::vector<DeleteRecordsPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteRecordsTopic&) const = default;
+};
+
+}  // namespace delete_records_request
+
 struct DeleteRecordsRequest {
-  struct DeleteRecordsPartition {
-    int32_t partition_index{};
-    int64_t offset{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteRecordsPartition&) const = default;
-  };
-
-  struct DeleteRecordsTopic {
-    std::string name{};
-    std::vector<DeleteRecordsPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteRecordsTopic&) const = default;
-  };
+  using DeleteRecordsPartition = delete_records_request::DeleteRecordsPartition;
+  using DeleteRecordsTopic = delete_records_request::DeleteRecordsTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteRecords;
   static constexpr int16_t kMinVersion = 0;

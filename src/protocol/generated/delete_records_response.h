@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace delete_records_response {
+
+struct DeleteRecordsPartitionResult {
+  int32_t partition_index{};
+  int64_t low_watermark{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteRecordsPartitionResult&) const = default;
+};
+
+struct DeleteRecordsTopicResult {
+  std::string name{};
+  std::vector<DeleteRecordsPartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteRecordsTopicResult&) const = default;
+};
+
+}  // namespace delete_records_response
+
 struct DeleteRecordsResponse {
-  struct DeleteRecordsPartitionResult {
-    int32_t partition_index{};
-    int64_t low_watermark{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteRecordsPartitionResult&) const = default;
-  };
-
-  struct DeleteRecordsTopicResult {
-    std::string name{};
-    std::vector<DeleteRecordsPartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteRecordsTopicResult&) const = default;
-  };
+  using DeleteRecordsPartitionResult = delete_records_response::DeleteRecordsPartitionResult;
+  using DeleteRecordsTopicResult = delete_records_response::DeleteRecordsTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteRecords;
   static constexpr int16_t kMinVersion = 0;

@@ -14,23 +14,30 @@
 
 namespace shale::protocol {
 
+namespace delete_share_group_state_request {
+
+struct PartitionData {
+  int32_t partition{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct DeleteStateData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteStateData&) const = default;
+};
+
+}  // namespace delete_share_group_state_request
+
 struct DeleteShareGroupStateRequest {
-  struct PartitionData {
-    int32_t partition{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct DeleteStateData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteStateData&) const = default;
-  };
+  using PartitionData = delete_share_group_state_request::PartitionData;
+  using DeleteStateData = delete_share_group_state_request::DeleteStateData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteShareGroupState;
   static constexpr int16_t kMinVersion = 0;

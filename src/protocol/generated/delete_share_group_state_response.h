@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace delete_share_group_state_response {
+
+struct PartitionResult {
+  int32_t partition{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct DeleteStateResult {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteStateResult&) const = default;
+};
+
+}  // namespace delete_share_group_state_response
+
 struct DeleteShareGroupStateResponse {
-  struct PartitionResult {
-    int32_t partition{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct DeleteStateResult {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteStateResult&) const = default;
-  };
+  using PartitionResult = delete_share_group_state_response::PartitionResult;
+  using DeleteStateResult = delete_share_group_state_response::DeleteStateResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct DeleteTopicsRequest {
-  struct DeleteTopicState {
-    std::optional<std::string> name{std::nullopt};
-    ::shale::protocol::Uuid topic_id{};
+namespace delete_topics_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeleteTopicState&) const = default;
-  };
+struct DeleteTopicState {
+  std::optional<std::string> name{std::nullopt};
+  ::shale::protocol::Uuid topic_id{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeleteTopicState&) const = default;
+};
+
+}  // namespace delete_topics_request
+
+struct DeleteTopicsRequest {
+  using DeleteTopicState = delete_topics_request::DeleteTopicState;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteTopics;
   static constexpr int16_t kMinVersion = 0;

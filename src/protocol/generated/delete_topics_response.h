@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct DeleteTopicsResponse {
-  struct DeletableTopicResult {
-    std::optional<std::string> name{std::in_place};
-    ::shale::protocol::Uuid topic_id{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
+namespace delete_topics_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DeletableTopicResult&) const = default;
-  };
+struct DeletableTopicResult {
+  std::optional<std::string> name{std::in_place};
+  ::shale::protocol::Uuid topic_id{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DeletableTopicResult&) const = default;
+};
+
+}  // namespace delete_topics_response
+
+struct DeleteTopicsResponse {
+  using DeletableTopicResult = delete_topics_response::DeletableTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDeleteTopics;
   static constexpr int16_t kMinVersion = 0;

@@ -14,28 +14,35 @@
 
 namespace shale::protocol {
 
+namespace describe_acls_response {
+
+struct AclDescription {
+  std::string principal{};
+  std::string host{};
+  int8_t operation{};
+  int8_t permission_type{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AclDescription&) const = default;
+};
+
+struct DescribeAclsResource {
+  int8_t resource_type{};
+  std::string resource_name{};
+  int8_t pattern_type{3};
+  std::vector<AclDescription> acls{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeAclsResource&) const = default;
+};
+
+}  // namespace describe_acls_response
+
 struct DescribeAclsResponse {
-  struct AclDescription {
-    std::string principal{};
-    std::string host{};
-    int8_t operation{};
-    int8_t permission_type{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AclDescription&) const = default;
-  };
-
-  struct DescribeAclsResource {
-    int8_t resource_type{};
-    std::string resource_name{};
-    int8_t pattern_type{3};
-    std::vector<AclDescription> acls{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeAclsResource&) const = default;
-  };
+  using AclDescription = describe_acls_response::AclDescription;
+  using DescribeAclsResource = describe_acls_response::DescribeAclsResource;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeAcls;
   static constexpr int16_t kMinVersion = 0;

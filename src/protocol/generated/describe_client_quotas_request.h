@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct DescribeClientQuotasRequest {
-  struct ComponentData {
-    std::string entity_type{};
-    int8_t match_type{};
-    std::optional<std::string> match{std::in_place};
+namespace describe_client_quotas_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ComponentData&) const = default;
-  };
+struct ComponentData {
+  std::string entity_type{};
+  int8_t match_type{};
+  std::optional<std::string> match{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ComponentData&) const = default;
+};
+
+}  // namespace describe_client_quotas_request
+
+struct DescribeClientQuotasRequest {
+  using ComponentData = describe_client_quotas_request::ComponentData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeClientQuotas;
   static constexpr int16_t kMinVersion = 0;

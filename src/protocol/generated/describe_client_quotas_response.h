@@ -14,33 +14,41 @@
 
 namespace shale::protocol {
 
+namespace describe_client_quotas_response {
+
+struct EntityData {
+  std::string entity_type{};
+  std::optional<std::string> entity_name{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntityData&) const = default;
+};
+
+struct ValueData {
+  std::string key{};
+  double value{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ValueData&) const = default;
+};
+
+struct EntryData {
+  std::vector<EntityData> entity{};
+  std::vector<ValueData> values{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EntryData&) const = default;
+};
+
+}  // namespace describe_client_quotas_response
+
 struct DescribeClientQuotasResponse {
-  struct EntityData {
-    std::string entity_type{};
-    std::optional<std::string> entity_name{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntityData&) const = default;
-  };
-
-  struct ValueData {
-    std::string key{};
-    double value{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ValueData&) const = default;
-  };
-
-  struct EntryData {
-    std::vector<EntityData> entity{};
-    std::vector<ValueData> values{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EntryData&) const = default;
-  };
+  using EntityData = describe_client_quotas_response::EntityData;
+  using ValueData = describe_client_quotas_response::ValueData;
+  using EntryData = describe_client_quotas_response::EntryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeClientQuotas;
   static constexpr int16_t kMinVersion = 0;

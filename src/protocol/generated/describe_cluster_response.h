@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct DescribeClusterResponse {
-  struct DescribeClusterBroker {
-    int32_t broker_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
+namespace describe_cluster_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeClusterBroker&) const = default;
-  };
+struct DescribeClusterBroker {
+  int32_t broker_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeClusterBroker&) const = default;
+};
+
+}  // namespace describe_cluster_response
+
+struct DescribeClusterResponse {
+  using DescribeClusterBroker = describe_cluster_response::DescribeClusterBroker;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeCluster;
   static constexpr int16_t kMinVersion = 0;

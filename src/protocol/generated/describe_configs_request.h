@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct DescribeConfigsRequest {
-  struct DescribeConfigsResource {
-    int8_t resource_type{};
-    std::string resource_name{};
-    std::optional<std::vector<std::string>> configuration_keys{std::in_place};
+namespace describe_configs_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeConfigsResource&) const = default;
-  };
+struct DescribeConfigsResource {
+  int8_t resource_type{};
+  std::string resource_name{};
+  std::optional<std::vector<std::string>> configuration_keys{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeConfigsResource&) const = default;
+};
+
+}  // namespace describe_configs_request
+
+struct DescribeConfigsRequest {
+  using DescribeConfigsResource = describe_configs_request::DescribeConfigsResource;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeConfigs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,44 +14,52 @@
 
 namespace shale::protocol {
 
+namespace describe_configs_response {
+
+struct DescribeConfigsSynonym {
+  std::string name{};
+  std::optional<std::string> value{std::in_place};
+  int8_t source{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeConfigsSynonym&) const = default;
+};
+
+struct DescribeConfigsResourceResult {
+  std::string name{};
+  std::optional<std::string> value{std::in_place};
+  bool read_only{};
+  bool is_default{};
+  int8_t config_source{-1};
+  bool is_sensitive{};
+  std::vector<DescribeConfigsSynonym> synonyms{};
+  int8_t config_type{0};
+  std::optional<std::string> documentation{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeConfigsResourceResult&) const = default;
+};
+
+struct DescribeConfigsResult {
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  int8_t resource_type{};
+  std::string resource_name{};
+  std::vector<DescribeConfigsResourceResult> configs{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeConfigsResult&) const = default;
+};
+
+}  // namespace describe_configs_response
+
 struct DescribeConfigsResponse {
-  struct DescribeConfigsSynonym {
-    std::string name{};
-    std::optional<std::string> value{std::in_place};
-    int8_t source{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeConfigsSynonym&) const = default;
-  };
-
-  struct DescribeConfigsResourceResult {
-    std::string name{};
-    std::optional<std::string> value{std::in_place};
-    bool read_only{};
-    bool is_default{};
-    int8_t config_source{-1};
-    bool is_sensitive{};
-    std::vector<DescribeConfigsSynonym> synonyms{};
-    int8_t config_type{0};
-    std::optional<std::string> documentation{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeConfigsResourceResult&) const = default;
-  };
-
-  struct DescribeConfigsResult {
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    int8_t resource_type{};
-    std::string resource_name{};
-    std::vector<DescribeConfigsResourceResult> configs{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeConfigsResult&) const = default;
-  };
+  using DescribeConfigsSynonym = describe_configs_response::DescribeConfigsSynonym;
+  using DescribeConfigsResourceResult = describe_configs_response::DescribeConfigsResourceResult;
+  using DescribeConfigsResult = describe_configs_response::DescribeConfigsResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeConfigs;
   static constexpr int16_t kMinVersion = 0;

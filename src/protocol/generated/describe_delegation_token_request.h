@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct DescribeDelegationTokenRequest {
-  struct DescribeDelegationTokenOwner {
-    std::string principal_type{};
-    std::string principal_name{};
+namespace describe_delegation_token_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeDelegationTokenOwner&) const = default;
-  };
+struct DescribeDelegationTokenOwner {
+  std::string principal_type{};
+  std::string principal_name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeDelegationTokenOwner&) const = default;
+};
+
+}  // namespace describe_delegation_token_request
+
+struct DescribeDelegationTokenRequest {
+  using DescribeDelegationTokenOwner = describe_delegation_token_request::DescribeDelegationTokenOwner;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeDelegationToken;
   static constexpr int16_t kMinVersion = 0;

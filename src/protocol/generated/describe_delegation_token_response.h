@@ -14,32 +14,39 @@
 
 namespace shale::protocol {
 
+namespace describe_delegation_token_response {
+
+struct DescribedDelegationTokenRenewer {
+  std::string principal_type{};
+  std::string principal_name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribedDelegationTokenRenewer&) const = default;
+};
+
+struct DescribedDelegationToken {
+  std::string principal_type{};
+  std::string principal_name{};
+  std::string token_requester_principal_type{};
+  std::string token_requester_principal_name{};
+  int64_t issue_timestamp{};
+  int64_t expiry_timestamp{};
+  int64_t max_timestamp{};
+  std::string token_id{};
+  ::shale::Buffer hmac{};
+  std::vector<DescribedDelegationTokenRenewer> renewers{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribedDelegationToken&) const = default;
+};
+
+}  // namespace describe_delegation_token_response
+
 struct DescribeDelegationTokenResponse {
-  struct DescribedDelegationTokenRenewer {
-    std::string principal_type{};
-    std::string principal_name{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribedDelegationTokenRenewer&) const = default;
-  };
-
-  struct DescribedDelegationToken {
-    std::string principal_type{};
-    std::string principal_name{};
-    std::string token_requester_principal_type{};
-    std::string token_requester_principal_name{};
-    int64_t issue_timestamp{};
-    int64_t expiry_timestamp{};
-    int64_t max_timestamp{};
-    std::string token_id{};
-    ::shale::Buffer hmac{};
-    std::vector<DescribedDelegationTokenRenewer> renewers{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribedDelegationToken&) const = default;
-  };
+  using DescribedDelegationTokenRenewer = describe_delegation_token_response::DescribedDelegationTokenRenewer;
+  using DescribedDelegationToken = describe_delegation_token_response::DescribedDelegationToken;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeDelegationToken;
   static constexpr int16_t kMinVersion = 0;

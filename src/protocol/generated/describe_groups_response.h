@@ -14,33 +14,40 @@
 
 namespace shale::protocol {
 
+namespace describe_groups_response {
+
+struct DescribedGroupMember {
+  std::string member_id{};
+  std::optional<std::string> group_instance_id{std::nullopt};
+  std::string client_id{};
+  std::string client_host{};
+  ::shale::Buffer member_metadata{};
+  ::shale::Buffer member_assignment{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribedGroupMember&) const = default;
+};
+
+struct DescribedGroup {
+  int16_t error_code{};
+  std::string group_id{};
+  std::string group_state{};
+  std::string protocol_type{};
+  std::string protocol_data{};
+  std::vector<DescribedGroupMember> members{};
+  int32_t authorized_operations{int32_t(-2147483647 - 1)};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribedGroup&) const = default;
+};
+
+}  // namespace describe_groups_response
+
 struct DescribeGroupsResponse {
-  struct DescribedGroupMember {
-    std::string member_id{};
-    std::optional<std::string> group_instance_id{std::nullopt};
-    std::string client_id{};
-    std::string client_host{};
-    ::shale::Buffer member_metadata{};
-    ::shale::Buffer member_assignment{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribedGroupMember&) const = default;
-  };
-
-  struct DescribedGroup {
-    int16_t error_code{};
-    std::string group_id{};
-    std::string group_state{};
-    std::string protocol_type{};
-    std::string protocol_data{};
-    std::vector<DescribedGroupMember> members{};
-    int32_t authorized_operations{int32_t(-2147483647 - 1)};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribedGroup&) const = default;
-  };
+  using DescribedGroupMember = describe_groups_response::DescribedGroupMember;
+  using DescribedGroup = describe_groups_response::DescribedGroup;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeGroups;
   static constexpr int16_t kMinVersion = 0;

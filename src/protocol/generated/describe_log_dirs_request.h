@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct DescribeLogDirsRequest {
-  struct DescribableLogDirTopic {
-    std::string topic{};
-    std::vector<int32_t> partitions{};
+namespace describe_log_dirs_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribableLogDirTopic&) const = default;
-  };
+struct DescribableLogDirTopic {
+  std::string topic{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribableLogDirTopic&) const = default;
+};
+
+}  // namespace describe_log_dirs_request
+
+struct DescribeLogDirsRequest {
+  using DescribableLogDirTopic = describe_log_dirs_request::DescribableLogDirTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeLogDirs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,38 +14,46 @@
 
 namespace shale::protocol {
 
+namespace describe_log_dirs_response {
+
+struct DescribeLogDirsPartition {
+  int32_t partition_index{};
+  int64_t partition_size{};
+  int64_t offset_lag{};
+  bool is_future_key{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeLogDirsPartition&) const = default;
+};
+
+struct DescribeLogDirsTopic {
+  std::string name{};
+  std::vector<DescribeLogDirsPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeLogDirsTopic&) const = default;
+};
+
+struct DescribeLogDirsResult {
+  int16_t error_code{};
+  std::string log_dir{};
+  std::vector<DescribeLogDirsTopic> topics{};
+  int64_t total_bytes{-1LL};
+  int64_t usable_bytes{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeLogDirsResult&) const = default;
+};
+
+}  // namespace describe_log_dirs_response
+
 struct DescribeLogDirsResponse {
-  struct DescribeLogDirsPartition {
-    int32_t partition_index{};
-    int64_t partition_size{};
-    int64_t offset_lag{};
-    bool is_future_key{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeLogDirsPartition&) const = default;
-  };
-
-  struct DescribeLogDirsTopic {
-    std::string name{};
-    std::vector<DescribeLogDirsPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeLogDirsTopic&) const = default;
-  };
-
-  struct DescribeLogDirsResult {
-    int16_t error_code{};
-    std::string log_dir{};
-    std::vector<DescribeLogDirsTopic> topics{};
-    int64_t total_bytes{-1LL};
-    int64_t usable_bytes{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeLogDirsResult&) const = default;
-  };
+  using DescribeLogDirsPartition = describe_log_dirs_response::DescribeLogDirsPartition;
+  using DescribeLogDirsTopic = describe_log_dirs_response::DescribeLogDirsTopic;
+  using DescribeLogDirsResult = describe_log_dirs_response::DescribeLogDirsResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeLogDirs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct DescribeProducersRequest {
-  struct TopicRequest {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
+namespace describe_producers_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicRequest&) const = default;
-  };
+struct TopicRequest {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicRequest&) const = default;
+};
+
+}  // namespace describe_producers_request
+
+struct DescribeProducersRequest {
+  using TopicRequest = describe_producers_request::TopicRequest;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeProducers;
   static constexpr int16_t kMinVersion = 0;

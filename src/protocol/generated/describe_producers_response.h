@@ -14,39 +14,47 @@
 
 namespace shale::protocol {
 
+namespace describe_producers_response {
+
+struct ProducerState {
+  int64_t producer_id{};
+  int32_t producer_epoch{};
+  int32_t last_sequence{-1};
+  int64_t last_timestamp{-1LL};
+  int32_t coordinator_epoch{};
+  int64_t current_txn_start_offset{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ProducerState&) const = default;
+};
+
+struct PartitionResponse {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  std::vector<ProducerState> active_producers{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResponse&) const = default;
+};
+
+struct TopicResponse {
+  std::string name{};
+  std::vector<PartitionResponse> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicResponse&) const = default;
+};
+
+}  // namespace describe_producers_response
+
 struct DescribeProducersResponse {
-  struct ProducerState {
-    int64_t producer_id{};
-    int32_t producer_epoch{};
-    int32_t last_sequence{-1};
-    int64_t last_timestamp{-1LL};
-    int32_t coordinator_epoch{};
-    int64_t current_txn_start_offset{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ProducerState&) const = default;
-  };
-
-  struct PartitionResponse {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    std::vector<ProducerState> active_producers{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResponse&) const = default;
-  };
-
-  struct TopicResponse {
-    std::string name{};
-    std::vector<PartitionResponse> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicResponse&) const = default;
-  };
+  using ProducerState = describe_producers_response::ProducerState;
+  using PartitionResponse = describe_producers_response::PartitionResponse;
+  using TopicResponse = describe_producers_response::TopicResponse;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeProducers;
   static constexpr int16_t kMinVersion = 0;

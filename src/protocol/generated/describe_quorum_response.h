@@ -14,61 +14,71 @@
 
 namespace shale::protocol {
 
+namespace describe_quorum_response {
+
+struct ReplicaState {
+  int32_t replica_id{};
+  ::shale::protocol::Uuid replica_directory_id{};
+  int64_t log_end_offset{};
+  int64_t last_fetch_timestamp{-1LL};
+  int64_t last_caught_up_timestamp{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReplicaState&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+  int64_t high_watermark{};
+  std::vector<ReplicaState> current_voters{};
+  std::vector<ReplicaState> observers{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct Listener {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+struct Node {
+  int32_t node_id{};
+  std::vector<Listener> listeners{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Node&) const = default;
+};
+
+}  // namespace describe_quorum_response
+
 struct DescribeQuorumResponse {
-  struct ReplicaState {
-    int32_t replica_id{};
-    ::shale::protocol::Uuid replica_directory_id{};
-    int64_t log_end_offset{};
-    int64_t last_fetch_timestamp{-1LL};
-    int64_t last_caught_up_timestamp{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReplicaState&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-    int64_t high_watermark{};
-    std::vector<ReplicaState> current_voters{};
-    std::vector<ReplicaState> observers{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct Listener {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
-
-  struct Node {
-    int32_t node_id{};
-    std::vector<Listener> listeners{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Node&) const = default;
-  };
+  using ReplicaState = describe_quorum_response::ReplicaState;
+  using PartitionData = describe_quorum_response::PartitionData;
+  using TopicData = describe_quorum_response::TopicData;
+  using Listener = describe_quorum_response::Listener;
+  using Node = describe_quorum_response::Node;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeQuorum;
   static constexpr int16_t kMinVersion = 0;

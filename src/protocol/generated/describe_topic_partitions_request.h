@@ -14,23 +14,30 @@
 
 namespace shale::protocol {
 
+namespace describe_topic_partitions_request {
+
+struct TopicRequest {
+  std::string name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicRequest&) const = default;
+};
+
+struct Cursor {
+  std::string topic_name{};
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Cursor&) const = default;
+};
+
+}  // namespace describe_topic_partitions_request
+
 struct DescribeTopicPartitionsRequest {
-  struct TopicRequest {
-    std::string name{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicRequest&) const = default;
-  };
-
-  struct Cursor {
-    std::string topic_name{};
-    int32_t partition_index{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Cursor&) const = default;
-  };
+  using TopicRequest = describe_topic_partitions_request::TopicRequest;
+  using Cursor = describe_topic_partitions_request::Cursor;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeTopicPartitions;
   static constexpr int16_t kMinVersion = 0;

@@ -14,44 +14,52 @@
 
 namespace shale::protocol {
 
+namespace describe_topic_partitions_response {
+
+struct DescribeTopicPartitionsResponsePartition {
+  int16_t error_code{};
+  int32_t partition_index{};
+  int32_t leader_id{};
+  int32_t leader_epoch{-1};
+  std::vector<int32_t> replica_nodes{};
+  std::vector<int32_t> isr_nodes{};
+  std::optional<std::vector<int32_t>> eligible_leader_replicas{std::nullopt};
+  std::optional<std::vector<int32_t>> last_known_elr{std::nullopt};
+  std::vector<int32_t> offline_replicas{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeTopicPartitionsResponsePartition&) const = default;
+};
+
+struct DescribeTopicPartitionsResponseTopic {
+  int16_t error_code{};
+  std::optional<std::string> name{std::in_place};
+  ::shale::protocol::Uuid topic_id{};
+  bool is_internal{false};
+  std::vector<DescribeTopicPartitionsResponsePartition> partitions{};
+  int32_t topic_authorized_operations{int32_t(-2147483647 - 1)};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeTopicPartitionsResponseTopic&) const = default;
+};
+
+struct Cursor {
+  std::string topic_name{};
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Cursor&) const = default;
+};
+
+}  // namespace describe_topic_partitions_response
+
 struct DescribeTopicPartitionsResponse {
-  struct DescribeTopicPartitionsResponsePartition {
-    int16_t error_code{};
-    int32_t partition_index{};
-    int32_t leader_id{};
-    int32_t leader_epoch{-1};
-    std::vector<int32_t> replica_nodes{};
-    std::vector<int32_t> isr_nodes{};
-    std::optional<std::vector<int32_t>> eligible_leader_replicas{std::nullopt};
-    std::optional<std::vector<int32_t>> last_known_elr{std::nullopt};
-    std::vector<int32_t> offline_replicas{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeTopicPartitionsResponsePartition&) const = default;
-  };
-
-  struct DescribeTopicPartitionsResponseTopic {
-    int16_t error_code{};
-    std::optional<std::string> name{std::in_place};
-    ::shale::protocol::Uuid topic_id{};
-    bool is_internal{false};
-    std::vector<DescribeTopicPartitionsResponsePartition> partitions{};
-    int32_t topic_authorized_operations{int32_t(-2147483647 - 1)};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeTopicPartitionsResponseTopic&) const = default;
-  };
-
-  struct Cursor {
-    std::string topic_name{};
-    int32_t partition_index{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Cursor&) const = default;
-  };
+  using DescribeTopicPartitionsResponsePartition = describe_topic_partitions_response::DescribeTopicPartitionsResponsePartition;
+  using DescribeTopicPartitionsResponseTopic = describe_topic_partitions_response::DescribeTopicPartitionsResponseTopic;
+  using Cursor = describe_topic_partitions_response::Cursor;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeTopicPartitions;
   static constexpr int16_t kMinVersion = 0;

@@ -14,30 +14,37 @@
 
 namespace shale::protocol {
 
+namespace describe_transactions_response {
+
+struct TopicData {
+  std::string topic{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct TransactionState {
+  int16_t error_code{};
+  std::string transactional_id{};
+  std::string transaction_state{};
+  int32_t transaction_timeout_ms{};
+  int64_t transaction_start_time_ms{};
+  int64_t producer_id{};
+  int16_t producer_epoch{};
+  std::vector<TopicData> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TransactionState&) const = default;
+};
+
+}  // namespace describe_transactions_response
+
 struct DescribeTransactionsResponse {
-  struct TopicData {
-    std::string topic{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct TransactionState {
-    int16_t error_code{};
-    std::string transactional_id{};
-    std::string transaction_state{};
-    int32_t transaction_timeout_ms{};
-    int64_t transaction_start_time_ms{};
-    int64_t producer_id{};
-    int16_t producer_epoch{};
-    std::vector<TopicData> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TransactionState&) const = default;
-  };
+  using TopicData = describe_transactions_response::TopicData;
+  using TransactionState = describe_transactions_response::TransactionState;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeTransactions;
   static constexpr int16_t kMinVersion = 0;

@@ -14,14 +14,20 @@
 
 namespace shale::protocol {
 
-struct DescribeUserScramCredentialsRequest {
-  struct UserName {
-    std::string name{};
+namespace describe_user_scram_credentials_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UserName&) const = default;
-  };
+struct UserName {
+  std::string name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UserName&) const = default;
+};
+
+}  // namespace describe_user_scram_credentials_request
+
+struct DescribeUserScramCredentialsRequest {
+  using UserName = describe_user_scram_credentials_request::UserName;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeUserScramCredentials;
   static constexpr int16_t kMinVersion = 0;

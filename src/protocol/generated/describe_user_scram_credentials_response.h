@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace describe_user_scram_credentials_response {
+
+struct CredentialInfo {
+  int8_t mechanism{};
+  int32_t iterations{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CredentialInfo&) const = default;
+};
+
+struct DescribeUserScramCredentialsResult {
+  std::string user{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+  std::vector<CredentialInfo> credential_infos{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const DescribeUserScramCredentialsResult&) const = default;
+};
+
+}  // namespace describe_user_scram_credentials_response
+
 struct DescribeUserScramCredentialsResponse {
-  struct CredentialInfo {
-    int8_t mechanism{};
-    int32_t iterations{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CredentialInfo&) const = default;
-  };
-
-  struct DescribeUserScramCredentialsResult {
-    std::string user{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-    std::vector<CredentialInfo> credential_infos{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const DescribeUserScramCredentialsResult&) const = default;
-  };
+  using CredentialInfo = describe_user_scram_credentials_response::CredentialInfo;
+  using DescribeUserScramCredentialsResult = describe_user_scram_credentials_response::DescribeUserScramCredentialsResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kDescribeUserScramCredentials;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct ElectLeadersRequest {
-  struct TopicPartitions {
-    std::string topic{};
-    std::vector<int32_t> partitions{};
+namespace elect_leaders_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
+struct TopicPartitions {
+  std::string topic{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+}  // namespace elect_leaders_request
+
+struct ElectLeadersRequest {
+  using TopicPartitions = elect_leaders_request::TopicPartitions;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kElectLeaders;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace elect_leaders_response {
+
+struct PartitionResult {
+  int32_t partition_id{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReplicaElectionResult {
+  std::string topic{};
+  std::vector<PartitionResult> partition_result{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReplicaElectionResult&) const = default;
+};
+
+}  // namespace elect_leaders_response
+
 struct ElectLeadersResponse {
-  struct PartitionResult {
-    int32_t partition_id{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReplicaElectionResult {
-    std::string topic{};
-    std::vector<PartitionResult> partition_result{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReplicaElectionResult&) const = default;
-  };
+  using PartitionResult = elect_leaders_response::PartitionResult;
+  using ReplicaElectionResult = elect_leaders_response::ReplicaElectionResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kElectLeaders;
   static constexpr int16_t kMinVersion = 0;

@@ -14,46 +14,55 @@
 
 namespace shale::protocol {
 
+namespace end_quorum_epoch_request {
+
+struct ReplicaInfo {
+  int32_t candidate_id{};
+  ::shale::protocol::Uuid candidate_directory_id{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReplicaInfo&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+  std::vector<int32_t> preferred_successors{};
+  std::vector<ReplicaInfo> preferred_candidates{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct LeaderEndpoint {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderEndpoint&) const = default;
+};
+
+}  // namespace end_quorum_epoch_request
+
 struct EndQuorumEpochRequest {
-  struct ReplicaInfo {
-    int32_t candidate_id{};
-    ::shale::protocol::Uuid candidate_directory_id{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReplicaInfo&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-    std::vector<int32_t> preferred_successors{};
-    std::vector<ReplicaInfo> preferred_candidates{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct LeaderEndpoint {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderEndpoint&) const = default;
-  };
+  using ReplicaInfo = end_quorum_epoch_request::ReplicaInfo;
+  using PartitionData = end_quorum_epoch_request::PartitionData;
+  using TopicData = end_quorum_epoch_request::TopicData;
+  using LeaderEndpoint = end_quorum_epoch_request::LeaderEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kEndQuorumEpoch;
   static constexpr int16_t kMinVersion = 0;

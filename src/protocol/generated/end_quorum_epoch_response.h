@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace end_quorum_epoch_response {
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace end_quorum_epoch_response
+
 struct EndQuorumEpochResponse {
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using PartitionData = end_quorum_epoch_response::PartitionData;
+  using TopicData = end_quorum_epoch_response::TopicData;
+  using NodeEndpoint = end_quorum_epoch_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kEndQuorumEpoch;
   static constexpr int16_t kMinVersion = 0;

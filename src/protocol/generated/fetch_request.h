@@ -14,49 +14,58 @@
 
 namespace shale::protocol {
 
+namespace fetch_request {
+
+struct ReplicaState {
+  int32_t replica_id{-1};
+  int64_t replica_epoch{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReplicaState&) const = default;
+};
+
+struct FetchPartition {
+  int32_t partition{};
+  int32_t current_leader_epoch{-1};
+  int64_t fetch_offset{};
+  int32_t last_fetched_epoch{-1};
+  int64_t log_start_offset{-1LL};
+  int32_t partition_max_bytes{};
+  ::shale::protocol::Uuid replica_directory_id{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FetchPartition&) const = default;
+};
+
+struct FetchTopic {
+  std::string topic{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<FetchPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FetchTopic&) const = default;
+};
+
+struct ForgottenTopic {
+  std::string topic{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ForgottenTopic&) const = default;
+};
+
+}  // namespace fetch_request
+
 struct FetchRequest {
-  struct ReplicaState {
-    int32_t replica_id{-1};
-    int64_t replica_epoch{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReplicaState&) const = default;
-  };
-
-  struct FetchPartition {
-    int32_t partition{};
-    int32_t current_leader_epoch{-1};
-    int64_t fetch_offset{};
-    int32_t last_fetched_epoch{-1};
-    int64_t log_start_offset{-1LL};
-    int32_t partition_max_bytes{};
-    ::shale::protocol::Uuid replica_directory_id{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FetchPartition&) const = default;
-  };
-
-  struct FetchTopic {
-    std::string topic{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<FetchPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FetchTopic&) const = default;
-  };
-
-  struct ForgottenTopic {
-    std::string topic{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ForgottenTopic&) const = default;
-  };
+  using ReplicaState = fetch_request::ReplicaState;
+  using FetchPartition = fetch_request::FetchPartition;
+  using FetchTopic = fetch_request::FetchTopic;
+  using ForgottenTopic = fetch_request::ForgottenTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kFetch;
   static constexpr int16_t kMinVersion = 0;

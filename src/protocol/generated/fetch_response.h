@@ -14,81 +14,93 @@
 
 namespace shale::protocol {
 
+namespace fetch_response {
+
+struct EpochEndOffset {
+  int32_t epoch{-1};
+  int64_t end_offset{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EpochEndOffset&) const = default;
+};
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id{-1};
+  int32_t leader_epoch{-1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct SnapshotId {
+  int64_t end_offset{-1LL};
+  int32_t epoch{-1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const SnapshotId&) const = default;
+};
+
+struct AbortedTransaction {
+  int64_t producer_id{};
+  int64_t first_offset{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AbortedTransaction&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  int64_t high_watermark{};
+  int64_t last_stable_offset{-1LL};
+  int64_t log_start_offset{-1LL};
+  EpochEndOffset diverging_epoch{};
+  LeaderIdAndEpoch current_leader{};
+  SnapshotId snapshot_id{};
+  std::optional<std::vector<AbortedTransaction>> aborted_transactions{std::in_place};
+  int32_t preferred_read_replica{-1};
+  std::optional<::shale::Buffer> records{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct FetchableTopicResponse {
+  std::string topic{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FetchableTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace fetch_response
+
 struct FetchResponse {
-  struct EpochEndOffset {
-    int32_t epoch{-1};
-    int64_t end_offset{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EpochEndOffset&) const = default;
-  };
-
-  struct LeaderIdAndEpoch {
-    int32_t leader_id{-1};
-    int32_t leader_epoch{-1};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct SnapshotId {
-    int64_t end_offset{-1LL};
-    int32_t epoch{-1};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const SnapshotId&) const = default;
-  };
-
-  struct AbortedTransaction {
-    int64_t producer_id{};
-    int64_t first_offset{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AbortedTransaction&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    int64_t high_watermark{};
-    int64_t last_stable_offset{-1LL};
-    int64_t log_start_offset{-1LL};
-    EpochEndOffset diverging_epoch{};
-    LeaderIdAndEpoch current_leader{};
-    SnapshotId snapshot_id{};
-    std::optional<std::vector<AbortedTransaction>> aborted_transactions{std::in_place};
-    int32_t preferred_read_replica{-1};
-    std::optional<::shale::Buffer> records{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct FetchableTopicResponse {
-    std::string topic{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FetchableTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using EpochEndOffset = fetch_response::EpochEndOffset;
+  using LeaderIdAndEpoch = fetch_response::LeaderIdAndEpoch;
+  using SnapshotId = fetch_response::SnapshotId;
+  using AbortedTransaction = fetch_response::AbortedTransaction;
+  using PartitionData = fetch_response::PartitionData;
+  using FetchableTopicResponse = fetch_response::FetchableTopicResponse;
+  using NodeEndpoint = fetch_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kFetch;
   static constexpr int16_t kMinVersion = 0;

@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace fetch_snapshot_request {
+
+struct SnapshotId {
+  int64_t end_offset{};
+  int32_t epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const SnapshotId&) const = default;
+};
+
+struct PartitionSnapshot {
+  int32_t partition{};
+  int32_t current_leader_epoch{};
+  SnapshotId snapshot_id{};
+  int64_t position{};
+  ::shale::protocol::Uuid replica_directory_id{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionSnapshot&) const = default;
+};
+
+struct TopicSnapshot {
+  std::string name{};
+  std::vector<PartitionSnapshot> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicSnapshot&) const = default;
+};
+
+}  // namespace fetch_snapshot_request
+
 struct FetchSnapshotRequest {
-  struct SnapshotId {
-    int64_t end_offset{};
-    int32_t epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const SnapshotId&) const = default;
-  };
-
-  struct PartitionSnapshot {
-    int32_t partition{};
-    int32_t current_leader_epoch{};
-    SnapshotId snapshot_id{};
-    int64_t position{};
-    ::shale::protocol::Uuid replica_directory_id{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionSnapshot&) const = default;
-  };
-
-  struct TopicSnapshot {
-    std::string name{};
-    std::vector<PartitionSnapshot> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicSnapshot&) const = default;
-  };
+  using SnapshotId = fetch_snapshot_request::SnapshotId;
+  using PartitionSnapshot = fetch_snapshot_request::PartitionSnapshot;
+  using TopicSnapshot = fetch_snapshot_request::TopicSnapshot;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kFetchSnapshot;
   static constexpr int16_t kMinVersion = 0;

@@ -14,57 +14,67 @@
 
 namespace shale::protocol {
 
+namespace fetch_snapshot_response {
+
+struct SnapshotId {
+  int64_t end_offset{};
+  int32_t epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const SnapshotId&) const = default;
+};
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct PartitionSnapshot {
+  int32_t index{};
+  int16_t error_code{};
+  SnapshotId snapshot_id{};
+  LeaderIdAndEpoch current_leader{};
+  int64_t size{};
+  int64_t position{};
+  std::optional<::shale::Buffer> unaligned_records{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionSnapshot&) const = default;
+};
+
+struct TopicSnapshot {
+  std::string name{};
+  std::vector<PartitionSnapshot> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicSnapshot&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace fetch_snapshot_response
+
 struct FetchSnapshotResponse {
-  struct SnapshotId {
-    int64_t end_offset{};
-    int32_t epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const SnapshotId&) const = default;
-  };
-
-  struct LeaderIdAndEpoch {
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct PartitionSnapshot {
-    int32_t index{};
-    int16_t error_code{};
-    SnapshotId snapshot_id{};
-    LeaderIdAndEpoch current_leader{};
-    int64_t size{};
-    int64_t position{};
-    std::optional<::shale::Buffer> unaligned_records{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionSnapshot&) const = default;
-  };
-
-  struct TopicSnapshot {
-    std::string name{};
-    std::vector<PartitionSnapshot> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicSnapshot&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using SnapshotId = fetch_snapshot_response::SnapshotId;
+  using LeaderIdAndEpoch = fetch_snapshot_response::LeaderIdAndEpoch;
+  using PartitionSnapshot = fetch_snapshot_response::PartitionSnapshot;
+  using TopicSnapshot = fetch_snapshot_response::TopicSnapshot;
+  using NodeEndpoint = fetch_snapshot_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kFetchSnapshot;
   static constexpr int16_t kMinVersion = 0;

@@ -14,19 +14,25 @@
 
 namespace shale::protocol {
 
-struct FindCoordinatorResponse {
-  struct Coordinator {
-    std::string key{};
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
+namespace find_coordinator_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Coordinator&) const = default;
-  };
+struct Coordinator {
+  std::string key{};
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Coordinator&) const = default;
+};
+
+}  // namespace find_coordinator_response
+
+struct FindCoordinatorResponse {
+  using Coordinator = find_coordinator_response::Coordinator;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kFindCoordinator;
   static constexpr int16_t kMinVersion = 0;

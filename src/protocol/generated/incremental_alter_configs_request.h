@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace incremental_alter_configs_request {
+
+struct AlterableConfig {
+  std::string name{};
+  int8_t config_operation{};
+  std::optional<std::string> value{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterableConfig&) const = default;
+};
+
+struct AlterConfigsResource {
+  int8_t resource_type{};
+  std::string resource_name{};
+  std::vector<AlterableConfig> configs{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AlterConfigsResource&) const = default;
+};
+
+}  // namespace incremental_alter_configs_request
+
 struct IncrementalAlterConfigsRequest {
-  struct AlterableConfig {
-    std::string name{};
-    int8_t config_operation{};
-    std::optional<std::string> value{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterableConfig&) const = default;
-  };
-
-  struct AlterConfigsResource {
-    int8_t resource_type{};
-    std::string resource_name{};
-    std::vector<AlterableConfig> configs{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AlterConfigsResource&) const = default;
-  };
+  using AlterableConfig = incremental_alter_configs_request::AlterableConfig;
+  using AlterConfigsResource = incremental_alter_configs_request::AlterConfigsResource;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kIncrementalAlterConfigs;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace initialize_share_group_state_request {
+
+struct PartitionData {
+  int32_t partition{};
+  int32_t state_epoch{};
+  int64_t start_offset{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct InitializeStateData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const InitializeStateData&) const = default;
+};
+
+}  // namespace initialize_share_group_state_request
+
 struct InitializeShareGroupStateRequest {
-  struct PartitionData {
-    int32_t partition{};
-    int32_t state_epoch{};
-    int64_t start_offset{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct InitializeStateData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const InitializeStateData&) const = default;
-  };
+  using PartitionData = initialize_share_group_state_request::PartitionData;
+  using InitializeStateData = initialize_share_group_state_request::InitializeStateData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kInitializeShareGroupState;
   static constexpr int16_t kMinVersion = 0;

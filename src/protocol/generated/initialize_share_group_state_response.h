@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace initialize_share_group_state_response {
+
+struct PartitionResult {
+  int32_t partition{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct InitializeStateResult {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const InitializeStateResult&) const = default;
+};
+
+}  // namespace initialize_share_group_state_response
+
 struct InitializeShareGroupStateResponse {
-  struct PartitionResult {
-    int32_t partition{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct InitializeStateResult {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const InitializeStateResult&) const = default;
-  };
+  using PartitionResult = initialize_share_group_state_response::PartitionResult;
+  using InitializeStateResult = initialize_share_group_state_response::InitializeStateResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kInitializeShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct JoinGroupRequest {
-  struct JoinGroupRequestProtocol {
-    std::string name{};
-    ::shale::Buffer metadata{};
+namespace join_group_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const JoinGroupRequestProtocol&) const = default;
-  };
+struct JoinGroupRequestProtocol {
+  std::string name{};
+  ::shale::Buffer metadata{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const JoinGroupRequestProtocol&) const = default;
+};
+
+}  // namespace join_group_request
+
+struct JoinGroupRequest {
+  using JoinGroupRequestProtocol = join_group_request::JoinGroupRequestProtocol;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kJoinGroup;
   static constexpr int16_t kMinVersion = 0;

@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct JoinGroupResponse {
-  struct JoinGroupResponseMember {
-    std::string member_id{};
-    std::optional<std::string> group_instance_id{std::nullopt};
-    ::shale::Buffer metadata{};
+namespace join_group_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const JoinGroupResponseMember&) const = default;
-  };
+struct JoinGroupResponseMember {
+  std::string member_id{};
+  std::optional<std::string> group_instance_id{std::nullopt};
+  ::shale::Buffer metadata{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const JoinGroupResponseMember&) const = default;
+};
+
+}  // namespace join_group_response
+
+struct JoinGroupResponse {
+  using JoinGroupResponseMember = join_group_response::JoinGroupResponseMember;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kJoinGroup;
   static constexpr int16_t kMinVersion = 0;

@@ -14,45 +14,53 @@
 
 namespace shale::protocol {
 
+namespace leader_and_isr_request {
+
+struct LeaderAndIsrPartitionState {
+  std::string topic_name{};
+  int32_t partition_index{};
+  int32_t controller_epoch{};
+  int32_t leader{};
+  int32_t leader_epoch{};
+  std::vector<int32_t> isr{};
+  int32_t partition_epoch{};
+  std::vector<int32_t> replicas{};
+  std::vector<int32_t> adding_replicas{};
+  std::vector<int32_t> removing_replicas{};
+  bool is_new{false};
+  int8_t leader_recovery_state{0};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderAndIsrPartitionState&) const = default;
+};
+
+struct LeaderAndIsrTopicState {
+  std::string topic_name{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<LeaderAndIsrPartitionState> partition_states{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderAndIsrTopicState&) const = default;
+};
+
+struct LeaderAndIsrLiveLeader {
+  int32_t broker_id{};
+  std::string host_name{};
+  int32_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderAndIsrLiveLeader&) const = default;
+};
+
+}  // namespace leader_and_isr_request
+
 struct LeaderAndIsrRequest {
-  struct LeaderAndIsrPartitionState {
-    std::string topic_name{};
-    int32_t partition_index{};
-    int32_t controller_epoch{};
-    int32_t leader{};
-    int32_t leader_epoch{};
-    std::vector<int32_t> isr{};
-    int32_t partition_epoch{};
-    std::vector<int32_t> replicas{};
-    std::vector<int32_t> adding_replicas{};
-    std::vector<int32_t> removing_replicas{};
-    bool is_new{false};
-    int8_t leader_recovery_state{0};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderAndIsrPartitionState&) const = default;
-  };
-
-  struct LeaderAndIsrTopicState {
-    std::string topic_name{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<LeaderAndIsrPartitionState> partition_states{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderAndIsrTopicState&) const = default;
-  };
-
-  struct LeaderAndIsrLiveLeader {
-    int32_t broker_id{};
-    std::string host_name{};
-    int32_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderAndIsrLiveLeader&) const = default;
-  };
+  using LeaderAndIsrPartitionState = leader_and_isr_request::LeaderAndIsrPartitionState;
+  using LeaderAndIsrTopicState = leader_and_isr_request::LeaderAndIsrTopicState;
+  using LeaderAndIsrLiveLeader = leader_and_isr_request::LeaderAndIsrLiveLeader;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kLeaderAndIsr;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace leader_and_isr_response {
+
+struct LeaderAndIsrPartitionError {
+  std::string topic_name{};
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderAndIsrPartitionError&) const = default;
+};
+
+struct LeaderAndIsrTopicError {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<LeaderAndIsrPartitionError> partition_errors{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderAndIsrTopicError&) const = default;
+};
+
+}  // namespace leader_and_isr_response
+
 struct LeaderAndIsrResponse {
-  struct LeaderAndIsrPartitionError {
-    std::string topic_name{};
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderAndIsrPartitionError&) const = default;
-  };
-
-  struct LeaderAndIsrTopicError {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<LeaderAndIsrPartitionError> partition_errors{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderAndIsrTopicError&) const = default;
-  };
+  using LeaderAndIsrPartitionError = leader_and_isr_response::LeaderAndIsrPartitionError;
+  using LeaderAndIsrTopicError = leader_and_isr_response::LeaderAndIsrTopicError;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kLeaderAndIsr;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct LeaderChangeMessage {
-  struct Voter {
-    int32_t voter_id{};
-    ::shale::protocol::Uuid voter_directory_id{};
+namespace leader_change_message {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Voter&) const = default;
-  };
+struct Voter {
+  int32_t voter_id{};
+  ::shale::protocol::Uuid voter_directory_id{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Voter&) const = default;
+};
+
+}  // namespace leader_change_message
+
+struct LeaderChangeMessage {
+  using Voter = leader_change_message::Voter;
 
   static constexpr int16_t kMinVersion = 0;
   static constexpr int16_t kMaxVersion = 1;

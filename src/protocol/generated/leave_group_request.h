@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct LeaveGroupRequest {
-  struct MemberIdentity {
-    std::string member_id{};
-    std::optional<std::string> group_instance_id{std::nullopt};
-    std::optional<std::string> reason{std::nullopt};
+namespace leave_group_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MemberIdentity&) const = default;
-  };
+struct MemberIdentity {
+  std::string member_id{};
+  std::optional<std::string> group_instance_id{std::nullopt};
+  std::optional<std::string> reason{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MemberIdentity&) const = default;
+};
+
+}  // namespace leave_group_request
+
+struct LeaveGroupRequest {
+  using MemberIdentity = leave_group_request::MemberIdentity;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kLeaveGroup;
   static constexpr int16_t kMinVersion = 0;

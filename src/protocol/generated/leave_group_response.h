@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct LeaveGroupResponse {
-  struct MemberResponse {
-    std::string member_id{};
-    std::optional<std::string> group_instance_id{std::in_place};
-    int16_t error_code{};
+namespace leave_group_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MemberResponse&) const = default;
-  };
+struct MemberResponse {
+  std::string member_id{};
+  std::optional<std::string> group_instance_id{std::in_place};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MemberResponse&) const = default;
+};
+
+}  // namespace leave_group_response
+
+struct LeaveGroupResponse {
+  using MemberResponse = leave_group_response::MemberResponse;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kLeaveGroup;
   static constexpr int16_t kMinVersion = 0;

@@ -14,14 +14,20 @@
 
 namespace shale::protocol {
 
-struct ListClientMetricsResourcesResponse {
-  struct ClientMetricsResource {
-    std::string name{};
+namespace list_client_metrics_resources_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ClientMetricsResource&) const = default;
-  };
+struct ClientMetricsResource {
+  std::string name{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ClientMetricsResource&) const = default;
+};
+
+}  // namespace list_client_metrics_resources_response
+
+struct ListClientMetricsResourcesResponse {
+  using ClientMetricsResource = list_client_metrics_resources_response::ClientMetricsResource;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListClientMetricsResources;
   static constexpr int16_t kMinVersion = 0;

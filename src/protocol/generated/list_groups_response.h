@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct ListGroupsResponse {
-  struct ListedGroup {
-    std::string group_id{};
-    std::string protocol_type{};
-    std::string group_state{};
-    std::string group_type{};
+namespace list_groups_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListedGroup&) const = default;
-  };
+struct ListedGroup {
+  std::string group_id{};
+  std::string protocol_type{};
+  std::string group_state{};
+  std::string group_type{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListedGroup&) const = default;
+};
+
+}  // namespace list_groups_response
+
+struct ListGroupsResponse {
+  using ListedGroup = list_groups_response::ListedGroup;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListGroups;
   static constexpr int16_t kMinVersion = 0;

@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace list_offsets_request {
+
+struct ListOffsetsPartition {
+  int32_t partition_index{};
+  int32_t current_leader_epoch{-1};
+  int64_t timestamp{};
+  int32_t max_num_offsets{1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListOffsetsPartition&) const = default;
+};
+
+struct ListOffsetsTopic {
+  std::string name{};
+  std::vector<ListOffsetsPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListOffsetsTopic&) const = default;
+};
+
+}  // namespace list_offsets_request
+
 struct ListOffsetsRequest {
-  struct ListOffsetsPartition {
-    int32_t partition_index{};
-    int32_t current_leader_epoch{-1};
-    int64_t timestamp{};
-    int32_t max_num_offsets{1};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListOffsetsPartition&) const = default;
-  };
-
-  struct ListOffsetsTopic {
-    std::string name{};
-    std::vector<ListOffsetsPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListOffsetsTopic&) const = default;
-  };
+  using ListOffsetsPartition = list_offsets_request::ListOffsetsPartition;
+  using ListOffsetsTopic = list_offsets_request::ListOffsetsTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListOffsets;
   static constexpr int16_t kMinVersion = 0;

@@ -14,28 +14,35 @@
 
 namespace shale::protocol {
 
+namespace list_offsets_response {
+
+struct ListOffsetsPartitionResponse {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::vector<int64_t> old_style_offsets{};
+  int64_t timestamp{-1LL};
+  int64_t offset{-1LL};
+  int32_t leader_epoch{-1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListOffsetsPartitionResponse&) const = default;
+};
+
+struct ListOffsetsTopicResponse {
+  std::string name{};
+  std::vector<ListOffsetsPartitionResponse> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListOffsetsTopicResponse&) const = default;
+};
+
+}  // namespace list_offsets_response
+
 struct ListOffsetsResponse {
-  struct ListOffsetsPartitionResponse {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::vector<int64_t> old_style_offsets{};
-    int64_t timestamp{-1LL};
-    int64_t offset{-1LL};
-    int32_t leader_epoch{-1};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListOffsetsPartitionResponse&) const = default;
-  };
-
-  struct ListOffsetsTopicResponse {
-    std::string name{};
-    std::vector<ListOffsetsPartitionResponse> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListOffsetsTopicResponse&) const = default;
-  };
+  using ListOffsetsPartitionResponse = list_offsets_response::ListOffsetsPartitionResponse;
+  using ListOffsetsTopicResponse = list_offsets_response::ListOffsetsTopicResponse;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListOffsets;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct ListPartitionReassignmentsRequest {
-  struct ListPartitionReassignmentsTopics {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
+namespace list_partition_reassignments_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ListPartitionReassignmentsTopics&) const = default;
-  };
+struct ListPartitionReassignmentsTopics {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ListPartitionReassignmentsTopics&) const = default;
+};
+
+}  // namespace list_partition_reassignments_request
+
+struct ListPartitionReassignmentsRequest {
+  using ListPartitionReassignmentsTopics = list_partition_reassignments_request::ListPartitionReassignmentsTopics;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListPartitionReassignments;
   static constexpr int16_t kMinVersion = 0;

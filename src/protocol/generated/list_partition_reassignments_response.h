@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace list_partition_reassignments_response {
+
+struct OngoingPartitionReassignment {
+  int32_t partition_index{};
+  std::vector<int32_t> replicas{};
+  std::vector<int32_t> adding_replicas{};
+  std::vector<int32_t> removing_replicas{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OngoingPartitionReassignment&) const = default;
+};
+
+struct OngoingTopicReassignment {
+  std::string name{};
+  std::vector<OngoingPartitionReassignment> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OngoingTopicReassignment&) const = default;
+};
+
+}  // namespace list_partition_reassignments_response
+
 struct ListPartitionReassignmentsResponse {
-  struct OngoingPartitionReassignment {
-    int32_t partition_index{};
-    std::vector<int32_t> replicas{};
-    std::vector<int32_t> adding_replicas{};
-    std::vector<int32_t> removing_replicas{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OngoingPartitionReassignment&) const = default;
-  };
-
-  struct OngoingTopicReassignment {
-    std::string name{};
-    std::vector<OngoingPartitionReassignment> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OngoingTopicReassignment&) const = default;
-  };
+  using OngoingPartitionReassignment = list_partition_reassignments_response::OngoingPartitionReassignment;
+  using OngoingTopicReassignment = list_partition_reassignments_response::OngoingTopicReassignment;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListPartitionReassignments;
   static constexpr int16_t kMinVersion = 0;

@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct ListTransactionsResponse {
-  struct TransactionState {
-    std::string transactional_id{};
-    int64_t producer_id{};
-    std::string transaction_state{};
+namespace list_transactions_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TransactionState&) const = default;
-  };
+struct TransactionState {
+  std::string transactional_id{};
+  int64_t producer_id{};
+  std::string transaction_state{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TransactionState&) const = default;
+};
+
+}  // namespace list_transactions_response
+
+struct ListTransactionsResponse {
+  using TransactionState = list_transactions_response::TransactionState;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kListTransactions;
   static constexpr int16_t kMinVersion = 0;

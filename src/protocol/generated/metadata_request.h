@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct MetadataRequest {
-  struct MetadataRequestTopic {
-    ::shale::protocol::Uuid topic_id{};
-    std::optional<std::string> name{std::in_place};
+namespace metadata_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MetadataRequestTopic&) const = default;
-  };
+struct MetadataRequestTopic {
+  ::shale::protocol::Uuid topic_id{};
+  std::optional<std::string> name{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MetadataRequestTopic&) const = default;
+};
+
+}  // namespace metadata_request
+
+struct MetadataRequest {
+  using MetadataRequestTopic = metadata_request::MetadataRequestTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kMetadata;
   static constexpr int16_t kMinVersion = 0;

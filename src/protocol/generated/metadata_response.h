@@ -14,44 +14,52 @@
 
 namespace shale::protocol {
 
+namespace metadata_response {
+
+struct MetadataResponseBroker {
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MetadataResponseBroker&) const = default;
+};
+
+struct MetadataResponsePartition {
+  int16_t error_code{};
+  int32_t partition_index{};
+  int32_t leader_id{};
+  int32_t leader_epoch{-1};
+  std::vector<int32_t> replica_nodes{};
+  std::vector<int32_t> isr_nodes{};
+  std::vector<int32_t> offline_replicas{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MetadataResponsePartition&) const = default;
+};
+
+struct MetadataResponseTopic {
+  int16_t error_code{};
+  std::optional<std::string> name{std::in_place};
+  ::shale::protocol::Uuid topic_id{};
+  bool is_internal{false};
+  std::vector<MetadataResponsePartition> partitions{};
+  int32_t topic_authorized_operations{int32_t(-2147483647 - 1)};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const MetadataResponseTopic&) const = default;
+};
+
+}  // namespace metadata_response
+
 struct MetadataResponse {
-  struct MetadataResponseBroker {
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MetadataResponseBroker&) const = default;
-  };
-
-  struct MetadataResponsePartition {
-    int16_t error_code{};
-    int32_t partition_index{};
-    int32_t leader_id{};
-    int32_t leader_epoch{-1};
-    std::vector<int32_t> replica_nodes{};
-    std::vector<int32_t> isr_nodes{};
-    std::vector<int32_t> offline_replicas{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MetadataResponsePartition&) const = default;
-  };
-
-  struct MetadataResponseTopic {
-    int16_t error_code{};
-    std::optional<std::string> name{std::in_place};
-    ::shale::protocol::Uuid topic_id{};
-    bool is_internal{false};
-    std::vector<MetadataResponsePartition> partitions{};
-    int32_t topic_authorized_operations{int32_t(-2147483647 - 1)};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const MetadataResponseTopic&) const = default;
-  };
+  using MetadataResponseBroker = metadata_response::MetadataResponseBroker;
+  using MetadataResponsePartition = metadata_response::MetadataResponsePartition;
+  using MetadataResponseTopic = metadata_response::MetadataResponseTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kMetadata;
   static constexpr int16_t kMinVersion = 0;

@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace offset_commit_request {
+
+struct OffsetCommitRequestPartition {
+  int32_t partition_index{};
+  int64_t committed_offset{};
+  int32_t committed_leader_epoch{-1};
+  int64_t commit_timestamp{-1LL};
+  std::optional<std::string> committed_metadata{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetCommitRequestPartition&) const = default;
+};
+
+struct OffsetCommitRequestTopic {
+  std::string name{};
+  std::vector<OffsetCommitRequestPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetCommitRequestTopic&) const = default;
+};
+
+}  // namespace offset_commit_request
+
 struct OffsetCommitRequest {
-  struct OffsetCommitRequestPartition {
-    int32_t partition_index{};
-    int64_t committed_offset{};
-    int32_t committed_leader_epoch{-1};
-    int64_t commit_timestamp{-1LL};
-    std::optional<std::string> committed_metadata{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetCommitRequestPartition&) const = default;
-  };
-
-  struct OffsetCommitRequestTopic {
-    std::string name{};
-    std::vector<OffsetCommitRequestPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetCommitRequestTopic&) const = default;
-  };
+  using OffsetCommitRequestPartition = offset_commit_request::OffsetCommitRequestPartition;
+  using OffsetCommitRequestTopic = offset_commit_request::OffsetCommitRequestTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetCommit;
   static constexpr int16_t kMinVersion = 0;

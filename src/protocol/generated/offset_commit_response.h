@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace offset_commit_response {
+
+struct OffsetCommitResponsePartition {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetCommitResponsePartition&) const = default;
+};
+
+struct OffsetCommitResponseTopic {
+  std::string name{};
+  std::vector<OffsetCommitResponsePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetCommitResponseTopic&) const = default;
+};
+
+}  // namespace offset_commit_response
+
 struct OffsetCommitResponse {
-  struct OffsetCommitResponsePartition {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetCommitResponsePartition&) const = default;
-  };
-
-  struct OffsetCommitResponseTopic {
-    std::string name{};
-    std::vector<OffsetCommitResponsePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetCommitResponseTopic&) const = default;
-  };
+  using OffsetCommitResponsePartition = offset_commit_response::OffsetCommitResponsePartition;
+  using OffsetCommitResponseTopic = offset_commit_response::OffsetCommitResponseTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetCommit;
   static constexpr int16_t kMinVersion = 0;

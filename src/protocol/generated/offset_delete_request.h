@@ -14,23 +14,30 @@
 
 namespace shale::protocol {
 
+namespace offset_delete_request {
+
+struct OffsetDeleteRequestPartition {
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetDeleteRequestPartition&) const = default;
+};
+
+struct OffsetDeleteRequestTopic {
+  std::string name{};
+  std::vector<OffsetDeleteRequestPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetDeleteRequestTopic&) const = default;
+};
+
+}  // namespace offset_delete_request
+
 struct OffsetDeleteRequest {
-  struct OffsetDeleteRequestPartition {
-    int32_t partition_index{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetDeleteRequestPartition&) const = default;
-  };
-
-  struct OffsetDeleteRequestTopic {
-    std::string name{};
-    std::vector<OffsetDeleteRequestPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetDeleteRequestTopic&) const = default;
-  };
+  using OffsetDeleteRequestPartition = offset_delete_request::OffsetDeleteRequestPartition;
+  using OffsetDeleteRequestTopic = offset_delete_request::OffsetDeleteRequestTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetDelete;
   static constexpr int16_t kMinVersion = 0;

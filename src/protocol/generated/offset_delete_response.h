@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace offset_delete_response {
+
+struct OffsetDeleteResponsePartition {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetDeleteResponsePartition&) const = default;
+};
+
+struct OffsetDeleteResponseTopic {
+  std::string name{};
+  std::vector<OffsetDeleteResponsePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetDeleteResponseTopic&) const = default;
+};
+
+}  // namespace offset_delete_response
+
 struct OffsetDeleteResponse {
-  struct OffsetDeleteResponsePartition {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetDeleteResponsePartition&) const = default;
-  };
-
-  struct OffsetDeleteResponseTopic {
-    std::string name{};
-    std::vector<OffsetDeleteResponsePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetDeleteResponseTopic&) const = default;
-  };
+  using OffsetDeleteResponsePartition = offset_delete_response::OffsetDeleteResponsePartition;
+  using OffsetDeleteResponseTopic = offset_delete_response::OffsetDeleteResponseTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetDelete;
   static constexpr int16_t kMinVersion = 0;

@@ -14,35 +14,43 @@
 
 namespace shale::protocol {
 
+namespace offset_fetch_request {
+
+struct OffsetFetchRequestTopic {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchRequestTopic&) const = default;
+};
+
+struct OffsetFetchRequestTopics {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchRequestTopics&) const = default;
+};
+
+struct OffsetFetchRequestGroup {
+  std::string group_id{};
+  std::optional<std::string> member_id{std::nullopt};
+  int32_t member_epoch{-1};
+  std::optional<std::vector<OffsetFetchRequestTopics>> topics{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchRequestGroup&) const = default;
+};
+
+}  // namespace offset_fetch_request
+
 struct OffsetFetchRequest {
-  struct OffsetFetchRequestTopic {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchRequestTopic&) const = default;
-  };
-
-  struct OffsetFetchRequestTopics {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchRequestTopics&) const = default;
-  };
-
-  struct OffsetFetchRequestGroup {
-    std::string group_id{};
-    std::optional<std::string> member_id{std::nullopt};
-    int32_t member_epoch{-1};
-    std::optional<std::vector<OffsetFetchRequestTopics>> topics{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchRequestGroup&) const = default;
-  };
+  using OffsetFetchRequestTopic = offset_fetch_request::OffsetFetchRequestTopic;
+  using OffsetFetchRequestTopics = offset_fetch_request::OffsetFetchRequestTopics;
+  using OffsetFetchRequestGroup = offset_fetch_request::OffsetFetchRequestGroup;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetFetch;
   static constexpr int16_t kMinVersion = 0;

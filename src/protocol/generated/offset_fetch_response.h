@@ -14,58 +14,68 @@
 
 namespace shale::protocol {
 
+namespace offset_fetch_response {
+
+struct OffsetFetchResponsePartition {
+  int32_t partition_index{};
+  int64_t committed_offset{};
+  int32_t committed_leader_epoch{-1};
+  std::optional<std::string> metadata{std::in_place};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchResponsePartition&) const = default;
+};
+
+struct OffsetFetchResponseTopic {
+  std::string name{};
+  std::vector<OffsetFetchResponsePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchResponseTopic&) const = default;
+};
+
+struct OffsetFetchResponsePartitions {
+  int32_t partition_index{};
+  int64_t committed_offset{};
+  int32_t committed_leader_epoch{-1};
+  std::optional<std::string> metadata{std::in_place};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchResponsePartitions&) const = default;
+};
+
+struct OffsetFetchResponseTopics {
+  std::string name{};
+  std::vector<OffsetFetchResponsePartitions> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchResponseTopics&) const = default;
+};
+
+struct OffsetFetchResponseGroup {
+  std::string group_id{};
+  std::vector<OffsetFetchResponseTopics> topics{};
+  int16_t error_code{0};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetFetchResponseGroup&) const = default;
+};
+
+}  // namespace offset_fetch_response
+
 struct OffsetFetchResponse {
-  struct OffsetFetchResponsePartition {
-    int32_t partition_index{};
-    int64_t committed_offset{};
-    int32_t committed_leader_epoch{-1};
-    std::optional<std::string> metadata{std::in_place};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchResponsePartition&) const = default;
-  };
-
-  struct OffsetFetchResponseTopic {
-    std::string name{};
-    std::vector<OffsetFetchResponsePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchResponseTopic&) const = default;
-  };
-
-  struct OffsetFetchResponsePartitions {
-    int32_t partition_index{};
-    int64_t committed_offset{};
-    int32_t committed_leader_epoch{-1};
-    std::optional<std::string> metadata{std::in_place};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchResponsePartitions&) const = default;
-  };
-
-  struct OffsetFetchResponseTopics {
-    std::string name{};
-    std::vector<OffsetFetchResponsePartitions> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchResponseTopics&) const = default;
-  };
-
-  struct OffsetFetchResponseGroup {
-    std::string group_id{};
-    std::vector<OffsetFetchResponseTopics> topics{};
-    int16_t error_code{0};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetFetchResponseGroup&) const = default;
-  };
+  using OffsetFetchResponsePartition = offset_fetch_response::OffsetFetchResponsePartition;
+  using OffsetFetchResponseTopic = offset_fetch_response::OffsetFetchResponseTopic;
+  using OffsetFetchResponsePartitions = offset_fetch_response::OffsetFetchResponsePartitions;
+  using OffsetFetchResponseTopics = offset_fetch_response::OffsetFetchResponseTopics;
+  using OffsetFetchResponseGroup = offset_fetch_response::OffsetFetchResponseGroup;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetFetch;
   static constexpr int16_t kMinVersion = 0;

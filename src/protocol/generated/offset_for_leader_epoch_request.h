@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace offset_for_leader_epoch_request {
+
+struct OffsetForLeaderPartition {
+  int32_t partition{};
+  int32_t current_leader_epoch{-1};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetForLeaderPartition&) const = default;
+};
+
+struct OffsetForLeaderTopic {
+  std::string topic{};
+  std::vector<OffsetForLeaderPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetForLeaderTopic&) const = default;
+};
+
+}  // namespace offset_for_leader_epoch_request
+
 struct OffsetForLeaderEpochRequest {
-  struct OffsetForLeaderPartition {
-    int32_t partition{};
-    int32_t current_leader_epoch{-1};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetForLeaderPartition&) const = default;
-  };
-
-  struct OffsetForLeaderTopic {
-    std::string topic{};
-    std::vector<OffsetForLeaderPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetForLeaderTopic&) const = default;
-  };
+  using OffsetForLeaderPartition = offset_for_leader_epoch_request::OffsetForLeaderPartition;
+  using OffsetForLeaderTopic = offset_for_leader_epoch_request::OffsetForLeaderTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetForLeaderEpoch;
   static constexpr int16_t kMinVersion = 0;

@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace offset_for_leader_epoch_response {
+
+struct EpochEndOffset {
+  int16_t error_code{};
+  int32_t partition{};
+  int32_t leader_epoch{-1};
+  int64_t end_offset{-1LL};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const EpochEndOffset&) const = default;
+};
+
+struct OffsetForLeaderTopicResult {
+  std::string topic{};
+  std::vector<EpochEndOffset> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const OffsetForLeaderTopicResult&) const = default;
+};
+
+}  // namespace offset_for_leader_epoch_response
+
 struct OffsetForLeaderEpochResponse {
-  struct EpochEndOffset {
-    int16_t error_code{};
-    int32_t partition{};
-    int32_t leader_epoch{-1};
-    int64_t end_offset{-1LL};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const EpochEndOffset&) const = default;
-  };
-
-  struct OffsetForLeaderTopicResult {
-    std::string topic{};
-    std::vector<EpochEndOffset> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const OffsetForLeaderTopicResult&) const = default;
-  };
+  using EpochEndOffset = offset_for_leader_epoch_response::EpochEndOffset;
+  using OffsetForLeaderTopicResult = offset_for_leader_epoch_response::OffsetForLeaderTopicResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kOffsetForLeaderEpoch;
   static constexpr int16_t kMinVersion = 0;

@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace produce_request {
+
+struct PartitionProduceData {
+  int32_t index{};
+  std::optional<::shale::Buffer> records{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionProduceData&) const = default;
+};
+
+struct TopicProduceData {
+  std::string name{};
+  std::vector<PartitionProduceData> partition_data{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicProduceData&) const = default;
+};
+
+}  // namespace produce_request
+
 struct ProduceRequest {
-  struct PartitionProduceData {
-    int32_t index{};
-    std::optional<::shale::Buffer> records{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionProduceData&) const = default;
-  };
-
-  struct TopicProduceData {
-    std::string name{};
-    std::vector<PartitionProduceData> partition_data{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicProduceData&) const = default;
-  };
+  using PartitionProduceData = produce_request::PartitionProduceData;
+  using TopicProduceData = produce_request::TopicProduceData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kProduce;
   static constexpr int16_t kMinVersion = 0;

@@ -14,59 +14,69 @@
 
 namespace shale::protocol {
 
+namespace produce_response {
+
+struct BatchIndexAndErrorMessage {
+  int32_t batch_index{};
+  std::optional<std::string> batch_index_error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const BatchIndexAndErrorMessage&) const = default;
+};
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id{-1};
+  int32_t leader_epoch{-1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct PartitionProduceResponse {
+  int32_t index{};
+  int16_t error_code{};
+  int64_t base_offset{};
+  int64_t log_append_time_ms{-1LL};
+  int64_t log_start_offset{-1LL};
+  std::vector<BatchIndexAndErrorMessage> record_errors{};
+  std::optional<std::string> error_message{std::nullopt};
+  LeaderIdAndEpoch current_leader{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionProduceResponse&) const = default;
+};
+
+struct TopicProduceResponse {
+  std::string name{};
+  std::vector<PartitionProduceResponse> partition_responses{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicProduceResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace produce_response
+
 struct ProduceResponse {
-  struct BatchIndexAndErrorMessage {
-    int32_t batch_index{};
-    std::optional<std::string> batch_index_error_message{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const BatchIndexAndErrorMessage&) const = default;
-  };
-
-  struct LeaderIdAndEpoch {
-    int32_t leader_id{-1};
-    int32_t leader_epoch{-1};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct PartitionProduceResponse {
-    int32_t index{};
-    int16_t error_code{};
-    int64_t base_offset{};
-    int64_t log_append_time_ms{-1LL};
-    int64_t log_start_offset{-1LL};
-    std::vector<BatchIndexAndErrorMessage> record_errors{};
-    std::optional<std::string> error_message{std::nullopt};
-    LeaderIdAndEpoch current_leader{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionProduceResponse&) const = default;
-  };
-
-  struct TopicProduceResponse {
-    std::string name{};
-    std::vector<PartitionProduceResponse> partition_responses{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicProduceResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using BatchIndexAndErrorMessage = produce_response::BatchIndexAndErrorMessage;
+  using LeaderIdAndEpoch = produce_response::LeaderIdAndEpoch;
+  using PartitionProduceResponse = produce_response::PartitionProduceResponse;
+  using TopicProduceResponse = produce_response::TopicProduceResponse;
+  using NodeEndpoint = produce_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kProduce;
   static constexpr int16_t kMinVersion = 0;

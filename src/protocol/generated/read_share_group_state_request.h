@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace read_share_group_state_request {
+
+struct PartitionData {
+  int32_t partition{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ReadStateData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReadStateData&) const = default;
+};
+
+}  // namespace read_share_group_state_request
+
 struct ReadShareGroupStateRequest {
-  struct PartitionData {
-    int32_t partition{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ReadStateData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReadStateData&) const = default;
-  };
+  using PartitionData = read_share_group_state_request::PartitionData;
+  using ReadStateData = read_share_group_state_request::ReadStateData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kReadShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,39 +14,47 @@
 
 namespace shale::protocol {
 
+namespace read_share_group_state_response {
+
+struct StateBatch {
+  int64_t first_offset{};
+  int64_t last_offset{};
+  int8_t delivery_state{};
+  int16_t delivery_count{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StateBatch&) const = default;
+};
+
+struct PartitionResult {
+  int32_t partition{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  int32_t state_epoch{};
+  int64_t start_offset{};
+  std::vector<StateBatch> state_batches{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReadStateResult {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReadStateResult&) const = default;
+};
+
+}  // namespace read_share_group_state_response
+
 struct ReadShareGroupStateResponse {
-  struct StateBatch {
-    int64_t first_offset{};
-    int64_t last_offset{};
-    int8_t delivery_state{};
-    int16_t delivery_count{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StateBatch&) const = default;
-  };
-
-  struct PartitionResult {
-    int32_t partition{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    int32_t state_epoch{};
-    int64_t start_offset{};
-    std::vector<StateBatch> state_batches{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReadStateResult {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReadStateResult&) const = default;
-  };
+  using StateBatch = read_share_group_state_response::StateBatch;
+  using PartitionResult = read_share_group_state_response::PartitionResult;
+  using ReadStateResult = read_share_group_state_response::ReadStateResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kReadShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace read_share_group_state_summary_request {
+
+struct PartitionData {
+  int32_t partition{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ReadStateSummaryData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReadStateSummaryData&) const = default;
+};
+
+}  // namespace read_share_group_state_summary_request
+
 struct ReadShareGroupStateSummaryRequest {
-  struct PartitionData {
-    int32_t partition{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ReadStateSummaryData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReadStateSummaryData&) const = default;
-  };
+  using PartitionData = read_share_group_state_summary_request::PartitionData;
+  using ReadStateSummaryData = read_share_group_state_summary_request::ReadStateSummaryData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kReadShareGroupStateSummary;
   static constexpr int16_t kMinVersion = 0;

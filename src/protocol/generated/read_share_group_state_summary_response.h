@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace read_share_group_state_summary_response {
+
+struct PartitionResult {
+  int32_t partition{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  int32_t state_epoch{};
+  int64_t start_offset{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct ReadStateSummaryResult {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ReadStateSummaryResult&) const = default;
+};
+
+}  // namespace read_share_group_state_summary_response
+
 struct ReadShareGroupStateSummaryResponse {
-  struct PartitionResult {
-    int32_t partition{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    int32_t state_epoch{};
-    int64_t start_offset{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct ReadStateSummaryResult {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ReadStateSummaryResult&) const = default;
-  };
+  using PartitionResult = read_share_group_state_summary_response::PartitionResult;
+  using ReadStateSummaryResult = read_share_group_state_summary_response::ReadStateSummaryResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kReadShareGroupStateSummary;
   static constexpr int16_t kMinVersion = 0;

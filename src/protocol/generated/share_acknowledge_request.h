@@ -14,34 +14,42 @@
 
 namespace shale::protocol {
 
+namespace share_acknowledge_request {
+
+struct AcknowledgementBatch {
+  int64_t first_offset{};
+  int64_t last_offset{};
+  std::vector<int8_t> acknowledge_types{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AcknowledgementBatch&) const = default;
+};
+
+struct AcknowledgePartition {
+  int32_t partition_index{};
+  std::vector<AcknowledgementBatch> acknowledgement_batches{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AcknowledgePartition&) const = default;
+};
+
+struct AcknowledgeTopic {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<AcknowledgePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AcknowledgeTopic&) const = default;
+};
+
+}  // namespace share_acknowledge_request
+
 struct ShareAcknowledgeRequest {
-  struct AcknowledgementBatch {
-    int64_t first_offset{};
-    int64_t last_offset{};
-    std::vector<int8_t> acknowledge_types{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AcknowledgementBatch&) const = default;
-  };
-
-  struct AcknowledgePartition {
-    int32_t partition_index{};
-    std::vector<AcknowledgementBatch> acknowledgement_batches{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AcknowledgePartition&) const = default;
-  };
-
-  struct AcknowledgeTopic {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<AcknowledgePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AcknowledgeTopic&) const = default;
-  };
+  using AcknowledgementBatch = share_acknowledge_request::AcknowledgementBatch;
+  using AcknowledgePartition = share_acknowledge_request::AcknowledgePartition;
+  using AcknowledgeTopic = share_acknowledge_request::AcknowledgeTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kShareAcknowledge;
   static constexpr int16_t kMinVersion = 0;

@@ -14,46 +14,55 @@
 
 namespace shale::protocol {
 
+namespace share_acknowledge_response {
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  LeaderIdAndEpoch current_leader{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ShareAcknowledgeTopicResponse {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ShareAcknowledgeTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace share_acknowledge_response
+
 struct ShareAcknowledgeResponse {
-  struct LeaderIdAndEpoch {
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    LeaderIdAndEpoch current_leader{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ShareAcknowledgeTopicResponse {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ShareAcknowledgeTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using LeaderIdAndEpoch = share_acknowledge_response::LeaderIdAndEpoch;
+  using PartitionData = share_acknowledge_response::PartitionData;
+  using ShareAcknowledgeTopicResponse = share_acknowledge_response::ShareAcknowledgeTopicResponse;
+  using NodeEndpoint = share_acknowledge_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kShareAcknowledge;
   static constexpr int16_t kMinVersion = 0;

@@ -14,44 +14,53 @@
 
 namespace shale::protocol {
 
+namespace share_fetch_request {
+
+struct AcknowledgementBatch {
+  int64_t first_offset{};
+  int64_t last_offset{};
+  std::vector<int8_t> acknowledge_types{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AcknowledgementBatch&) const = default;
+};
+
+struct FetchPartition {
+  int32_t partition_index{};
+  int32_t partition_max_bytes{};
+  std::vector<AcknowledgementBatch> acknowledgement_batches{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FetchPartition&) const = default;
+};
+
+struct FetchTopic {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<FetchPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FetchTopic&) const = default;
+};
+
+struct ForgottenTopic {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ForgottenTopic&) const = default;
+};
+
+}  // namespace share_fetch_request
+
 struct ShareFetchRequest {
-  struct AcknowledgementBatch {
-    int64_t first_offset{};
-    int64_t last_offset{};
-    std::vector<int8_t> acknowledge_types{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AcknowledgementBatch&) const = default;
-  };
-
-  struct FetchPartition {
-    int32_t partition_index{};
-    int32_t partition_max_bytes{};
-    std::vector<AcknowledgementBatch> acknowledgement_batches{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FetchPartition&) const = default;
-  };
-
-  struct FetchTopic {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<FetchPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FetchTopic&) const = default;
-  };
-
-  struct ForgottenTopic {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ForgottenTopic&) const = default;
-  };
+  using AcknowledgementBatch = share_fetch_request::AcknowledgementBatch;
+  using FetchPartition = share_fetch_request::FetchPartition;
+  using FetchTopic = share_fetch_request::FetchTopic;
+  using ForgottenTopic = share_fetch_request::ForgottenTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kShareFetch;
   static constexpr int16_t kMinVersion = 0;

@@ -14,60 +14,70 @@
 
 namespace shale::protocol {
 
+namespace share_fetch_response {
+
+struct LeaderIdAndEpoch {
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const LeaderIdAndEpoch&) const = default;
+};
+
+struct AcquiredRecords {
+  int64_t first_offset{};
+  int64_t last_offset{};
+  int16_t delivery_count{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const AcquiredRecords&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+  int16_t acknowledge_error_code{};
+  std::optional<std::string> acknowledge_error_message{std::nullopt};
+  LeaderIdAndEpoch current_leader{};
+  std::optional<::shale::Buffer> records{};
+  std::vector<AcquiredRecords> acquired_records{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct ShareFetchableTopicResponse {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const ShareFetchableTopicResponse&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  int32_t port{};
+  std::optional<std::string> rack{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace share_fetch_response
+
 struct ShareFetchResponse {
-  struct LeaderIdAndEpoch {
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const LeaderIdAndEpoch&) const = default;
-  };
-
-  struct AcquiredRecords {
-    int64_t first_offset{};
-    int64_t last_offset{};
-    int16_t delivery_count{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const AcquiredRecords&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-    int16_t acknowledge_error_code{};
-    std::optional<std::string> acknowledge_error_message{std::nullopt};
-    LeaderIdAndEpoch current_leader{};
-    std::optional<::shale::Buffer> records{};
-    std::vector<AcquiredRecords> acquired_records{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct ShareFetchableTopicResponse {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const ShareFetchableTopicResponse&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    int32_t port{};
-    std::optional<std::string> rack{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using LeaderIdAndEpoch = share_fetch_response::LeaderIdAndEpoch;
+  using AcquiredRecords = share_fetch_response::AcquiredRecords;
+  using PartitionData = share_fetch_response::PartitionData;
+  using ShareFetchableTopicResponse = share_fetch_response::ShareFetchableTopicResponse;
+  using NodeEndpoint = share_fetch_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kShareFetch;
   static constexpr int16_t kMinVersion = 0;

@@ -14,23 +14,30 @@
 
 namespace shale::protocol {
 
+namespace share_group_heartbeat_response {
+
+struct TopicPartitions {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<int32_t> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicPartitions&) const = default;
+};
+
+struct Assignment {
+  std::vector<TopicPartitions> topic_partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Assignment&) const = default;
+};
+
+}  // namespace share_group_heartbeat_response
+
 struct ShareGroupHeartbeatResponse {
-  struct TopicPartitions {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<int32_t> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicPartitions&) const = default;
-  };
-
-  struct Assignment {
-    std::vector<TopicPartitions> topic_partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Assignment&) const = default;
-  };
+  using TopicPartitions = share_group_heartbeat_response::TopicPartitions;
+  using Assignment = share_group_heartbeat_response::Assignment;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kShareGroupHeartbeat;
   static constexpr int16_t kMinVersion = 0;

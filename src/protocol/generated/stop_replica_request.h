@@ -14,43 +14,52 @@
 
 namespace shale::protocol {
 
+namespace stop_replica_request {
+
+struct StopReplicaPartitionV0 {
+  std::string topic_name{};
+  int32_t partition_index{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StopReplicaPartitionV0&) const = default;
+};
+
+struct StopReplicaTopicV1 {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StopReplicaTopicV1&) const = default;
+};
+
+struct StopReplicaPartitionState {
+  int32_t partition_index{};
+  int32_t leader_epoch{-1};
+  bool delete_partition{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StopReplicaPartitionState&) const = default;
+};
+
+struct StopReplicaTopicState {
+  std::string topic_name{};
+  std::vector<StopReplicaPartitionState> partition_states{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StopReplicaTopicState&) const = default;
+};
+
+}  // namespace stop_replica_request
+
 struct StopReplicaRequest {
-  struct StopReplicaPartitionV0 {
-    std::string topic_name{};
-    int32_t partition_index{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StopReplicaPartitionV0&) const = default;
-  };
-
-  struct StopReplicaTopicV1 {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StopReplicaTopicV1&) const = default;
-  };
-
-  struct StopReplicaPartitionState {
-    int32_t partition_index{};
-    int32_t leader_epoch{-1};
-    bool delete_partition{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StopReplicaPartitionState&) const = default;
-  };
-
-  struct StopReplicaTopicState {
-    std::string topic_name{};
-    std::vector<StopReplicaPartitionState> partition_states{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StopReplicaTopicState&) const = default;
-  };
+  using StopReplicaPartitionV0 = stop_replica_request::StopReplicaPartitionV0;
+  using StopReplicaTopicV1 = stop_replica_request::StopReplicaTopicV1;
+  using StopReplicaPartitionState = stop_replica_request::StopReplicaPartitionState;
+  using StopReplicaTopicState = stop_replica_request::StopReplicaTopicState;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kStopReplica;
   static constexpr int16_t kMinVersion = 0;

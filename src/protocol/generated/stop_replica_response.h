@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct StopReplicaResponse {
-  struct StopReplicaPartitionError {
-    std::string topic_name{};
-    int32_t partition_index{};
-    int16_t error_code{};
+namespace stop_replica_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StopReplicaPartitionError&) const = default;
-  };
+struct StopReplicaPartitionError {
+  std::string topic_name{};
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StopReplicaPartitionError&) const = default;
+};
+
+}  // namespace stop_replica_response
+
+struct StopReplicaResponse {
+  using StopReplicaPartitionError = stop_replica_response::StopReplicaPartitionError;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kStopReplica;
   static constexpr int16_t kMinVersion = 0;

@@ -14,15 +14,21 @@
 
 namespace shale::protocol {
 
-struct SyncGroupRequest {
-  struct SyncGroupRequestAssignment {
-    std::string member_id{};
-    ::shale::Buffer assignment{};
+namespace sync_group_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const SyncGroupRequestAssignment&) const = default;
-  };
+struct SyncGroupRequestAssignment {
+  std::string member_id{};
+  ::shale::Buffer assignment{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const SyncGroupRequestAssignment&) const = default;
+};
+
+}  // namespace sync_group_request
+
+struct SyncGroupRequest {
+  using SyncGroupRequestAssignment = sync_group_request::SyncGroupRequestAssignment;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kSyncGroup;
   static constexpr int16_t kMinVersion = 0;

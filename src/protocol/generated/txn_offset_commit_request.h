@@ -14,26 +14,33 @@
 
 namespace shale::protocol {
 
+namespace txn_offset_commit_request {
+
+struct TxnOffsetCommitRequestPartition {
+  int32_t partition_index{};
+  int64_t committed_offset{};
+  int32_t committed_leader_epoch{-1};
+  std::optional<std::string> committed_metadata{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TxnOffsetCommitRequestPartition&) const = default;
+};
+
+struct TxnOffsetCommitRequestTopic {
+  std::string name{};
+  std::vector<TxnOffsetCommitRequestPartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TxnOffsetCommitRequestTopic&) const = default;
+};
+
+}  // namespace txn_offset_commit_request
+
 struct TxnOffsetCommitRequest {
-  struct TxnOffsetCommitRequestPartition {
-    int32_t partition_index{};
-    int64_t committed_offset{};
-    int32_t committed_leader_epoch{-1};
-    std::optional<std::string> committed_metadata{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TxnOffsetCommitRequestPartition&) const = default;
-  };
-
-  struct TxnOffsetCommitRequestTopic {
-    std::string name{};
-    std::vector<TxnOffsetCommitRequestPartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TxnOffsetCommitRequestTopic&) const = default;
-  };
+  using TxnOffsetCommitRequestPartition = txn_offset_commit_request::TxnOffsetCommitRequestPartition;
+  using TxnOffsetCommitRequestTopic = txn_offset_commit_request::TxnOffsetCommitRequestTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kTxnOffsetCommit;
   static constexpr int16_t kMinVersion = 0;

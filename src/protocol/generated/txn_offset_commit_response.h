@@ -14,24 +14,31 @@
 
 namespace shale::protocol {
 
+namespace txn_offset_commit_response {
+
+struct TxnOffsetCommitResponsePartition {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TxnOffsetCommitResponsePartition&) const = default;
+};
+
+struct TxnOffsetCommitResponseTopic {
+  std::string name{};
+  std::vector<TxnOffsetCommitResponsePartition> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TxnOffsetCommitResponseTopic&) const = default;
+};
+
+}  // namespace txn_offset_commit_response
+
 struct TxnOffsetCommitResponse {
-  struct TxnOffsetCommitResponsePartition {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TxnOffsetCommitResponsePartition&) const = default;
-  };
-
-  struct TxnOffsetCommitResponseTopic {
-    std::string name{};
-    std::vector<TxnOffsetCommitResponsePartition> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TxnOffsetCommitResponseTopic&) const = default;
-  };
+  using TxnOffsetCommitResponsePartition = txn_offset_commit_response::TxnOffsetCommitResponsePartition;
+  using TxnOffsetCommitResponseTopic = txn_offset_commit_response::TxnOffsetCommitResponseTopic;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kTxnOffsetCommit;
   static constexpr int16_t kMinVersion = 0;

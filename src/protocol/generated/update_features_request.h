@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct UpdateFeaturesRequest {
-  struct FeatureUpdateKey {
-    std::string feature{};
-    int16_t max_version_level{};
-    bool allow_downgrade{};
-    int8_t upgrade_type{1};
+namespace update_features_request {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const FeatureUpdateKey&) const = default;
-  };
+struct FeatureUpdateKey {
+  std::string feature{};
+  int16_t max_version_level{};
+  bool allow_downgrade{};
+  int8_t upgrade_type{1};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const FeatureUpdateKey&) const = default;
+};
+
+}  // namespace update_features_request
+
+struct UpdateFeaturesRequest {
+  using FeatureUpdateKey = update_features_request::FeatureUpdateKey;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kUpdateFeatures;
   static constexpr int16_t kMinVersion = 0;

@@ -14,16 +14,22 @@
 
 namespace shale::protocol {
 
-struct UpdateFeaturesResponse {
-  struct UpdatableFeatureResult {
-    std::string feature{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::in_place};
+namespace update_features_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UpdatableFeatureResult&) const = default;
-  };
+struct UpdatableFeatureResult {
+  std::string feature{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UpdatableFeatureResult&) const = default;
+};
+
+}  // namespace update_features_response
+
+struct UpdateFeaturesResponse {
+  using UpdatableFeatureResult = update_features_response::UpdatableFeatureResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kUpdateFeatures;
   static constexpr int16_t kMinVersion = 0;

@@ -14,55 +14,64 @@
 
 namespace shale::protocol {
 
+namespace update_metadata_request {
+
+struct UpdateMetadataPartitionState {
+  std::string topic_name{};
+  int32_t partition_index{};
+  int32_t controller_epoch{};
+  int32_t leader{};
+  int32_t leader_epoch{};
+  std::vector<int32_t> isr{};
+  int32_t zk_version{};
+  std::vector<int32_t> replicas{};
+  std::vector<int32_t> offline_replicas{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UpdateMetadataPartitionState&) const = default;
+};
+
+struct UpdateMetadataTopicState {
+  std::string topic_name{};
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<UpdateMetadataPartitionState> partition_states{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UpdateMetadataTopicState&) const = default;
+};
+
+struct UpdateMetadataEndpoint {
+  int32_t port{};
+  std::string host{};
+  std::string listener{};
+  int16_t security_protocol{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UpdateMetadataEndpoint&) const = default;
+};
+
+struct UpdateMetadataBroker {
+  int32_t id{};
+  std::string v0_host{};
+  int32_t v0_port{};
+  std::vector<UpdateMetadataEndpoint> endpoints{};
+  std::optional<std::string> rack{std::in_place};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const UpdateMetadataBroker&) const = default;
+};
+
+}  // namespace update_metadata_request
+
 struct UpdateMetadataRequest {
-  struct UpdateMetadataPartitionState {
-    std::string topic_name{};
-    int32_t partition_index{};
-    int32_t controller_epoch{};
-    int32_t leader{};
-    int32_t leader_epoch{};
-    std::vector<int32_t> isr{};
-    int32_t zk_version{};
-    std::vector<int32_t> replicas{};
-    std::vector<int32_t> offline_replicas{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UpdateMetadataPartitionState&) const = default;
-  };
-
-  struct UpdateMetadataTopicState {
-    std::string topic_name{};
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<UpdateMetadataPartitionState> partition_states{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UpdateMetadataTopicState&) const = default;
-  };
-
-  struct UpdateMetadataEndpoint {
-    int32_t port{};
-    std::string host{};
-    std::string listener{};
-    int16_t security_protocol{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UpdateMetadataEndpoint&) const = default;
-  };
-
-  struct UpdateMetadataBroker {
-    int32_t id{};
-    std::string v0_host{};
-    int32_t v0_port{};
-    std::vector<UpdateMetadataEndpoint> endpoints{};
-    std::optional<std::string> rack{std::in_place};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const UpdateMetadataBroker&) const = default;
-  };
+  using UpdateMetadataPartitionState = update_metadata_request::UpdateMetadataPartitionState;
+  using UpdateMetadataTopicState = update_metadata_request::UpdateMetadataTopicState;
+  using UpdateMetadataEndpoint = update_metadata_request::UpdateMetadataEndpoint;
+  using UpdateMetadataBroker = update_metadata_request::UpdateMetadataBroker;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kUpdateMetadata;
   static constexpr int16_t kMinVersion = 0;

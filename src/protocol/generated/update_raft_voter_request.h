@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace update_raft_voter_request {
+
+struct Listener {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Listener&) const = default;
+};
+
+struct KRaftVersionFeature {
+  int16_t min_supported_version{};
+  int16_t max_supported_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const KRaftVersionFeature&) const = default;
+};
+
+}  // namespace update_raft_voter_request
+
 struct UpdateRaftVoterRequest {
-  struct Listener {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Listener&) const = default;
-  };
-
-  struct KRaftVersionFeature {
-    int16_t min_supported_version{};
-    int16_t max_supported_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const KRaftVersionFeature&) const = default;
-  };
+  using Listener = update_raft_voter_request::Listener;
+  using KRaftVersionFeature = update_raft_voter_request::KRaftVersionFeature;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kUpdateRaftVoter;
   static constexpr int16_t kMinVersion = 0;

@@ -14,17 +14,23 @@
 
 namespace shale::protocol {
 
-struct UpdateRaftVoterResponse {
-  struct CurrentLeader {
-    int32_t leader_id{-1};
-    int32_t leader_epoch{-1};
-    std::string host{};
-    int32_t port{};
+namespace update_raft_voter_response {
 
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const CurrentLeader&) const = default;
-  };
+struct CurrentLeader {
+  int32_t leader_id{-1};
+  int32_t leader_epoch{-1};
+  std::string host{};
+  int32_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const CurrentLeader&) const = default;
+};
+
+}  // namespace update_raft_voter_response
+
+struct UpdateRaftVoterResponse {
+  using CurrentLeader = update_raft_voter_response::CurrentLeader;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kUpdateRaftVoter;
   static constexpr int16_t kMinVersion = 0;

@@ -14,29 +14,36 @@
 
 namespace shale::protocol {
 
+namespace vote_request {
+
+struct PartitionData {
+  int32_t partition_index{};
+  int32_t candidate_epoch{};
+  int32_t candidate_id{};
+  ::shale::protocol::Uuid candidate_directory_id{};
+  ::shale::protocol::Uuid voter_directory_id{};
+  int32_t last_offset_epoch{};
+  int64_t last_offset{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+}  // namespace vote_request
+
 struct VoteRequest {
-  struct PartitionData {
-    int32_t partition_index{};
-    int32_t candidate_epoch{};
-    int32_t candidate_id{};
-    ::shale::protocol::Uuid candidate_directory_id{};
-    ::shale::protocol::Uuid voter_directory_id{};
-    int32_t last_offset_epoch{};
-    int64_t last_offset{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
+  using PartitionData = vote_request::PartitionData;
+  using TopicData = vote_request::TopicData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kVote;
   static constexpr int16_t kMinVersion = 0;

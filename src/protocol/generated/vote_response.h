@@ -14,37 +14,45 @@
 
 namespace shale::protocol {
 
+namespace vote_response {
+
+struct PartitionData {
+  int32_t partition_index{};
+  int16_t error_code{};
+  int32_t leader_id{};
+  int32_t leader_epoch{};
+  bool vote_granted{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct TopicData {
+  std::string topic_name{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const TopicData&) const = default;
+};
+
+struct NodeEndpoint {
+  int32_t node_id{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const NodeEndpoint&) const = default;
+};
+
+}  // namespace vote_response
+
 struct VoteResponse {
-  struct PartitionData {
-    int32_t partition_index{};
-    int16_t error_code{};
-    int32_t leader_id{};
-    int32_t leader_epoch{};
-    bool vote_granted{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct TopicData {
-    std::string topic_name{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const TopicData&) const = default;
-  };
-
-  struct NodeEndpoint {
-    int32_t node_id{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const NodeEndpoint&) const = default;
-  };
+  using PartitionData = vote_response::PartitionData;
+  using TopicData = vote_response::TopicData;
+  using NodeEndpoint = vote_response::NodeEndpoint;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kVote;
   static constexpr int16_t kMinVersion = 0;

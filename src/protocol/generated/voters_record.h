@@ -14,36 +14,44 @@
 
 namespace shale::protocol {
 
+namespace voters_record {
+
+struct Endpoint {
+  std::string name{};
+  std::string host{};
+  uint16_t port{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Endpoint&) const = default;
+};
+
+struct KRaftVersionFeature {
+  int16_t min_supported_version{};
+  int16_t max_supported_version{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const KRaftVersionFeature&) const = default;
+};
+
+struct Voter {
+  int32_t voter_id{};
+  ::shale::protocol::Uuid voter_directory_id{};
+  std::vector<Endpoint> endpoints{};
+  KRaftVersionFeature k_raft_version_feature{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const Voter&) const = default;
+};
+
+}  // namespace voters_record
+
 struct VotersRecord {
-  struct Endpoint {
-    std::string name{};
-    std::string host{};
-    uint16_t port{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Endpoint&) const = default;
-  };
-
-  struct KRaftVersionFeature {
-    int16_t min_supported_version{};
-    int16_t max_supported_version{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const KRaftVersionFeature&) const = default;
-  };
-
-  struct Voter {
-    int32_t voter_id{};
-    ::shale::protocol::Uuid voter_directory_id{};
-    std::vector<Endpoint> endpoints{};
-    KRaftVersionFeature k_raft_version_feature{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const Voter&) const = default;
-  };
+  using Endpoint = voters_record::Endpoint;
+  using KRaftVersionFeature = voters_record::KRaftVersionFeature;
+  using Voter = voters_record::Voter;
 
   static constexpr int16_t kMinVersion = 0;
   static constexpr int16_t kMaxVersion = 0;

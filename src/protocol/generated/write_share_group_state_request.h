@@ -14,38 +14,46 @@
 
 namespace shale::protocol {
 
+namespace write_share_group_state_request {
+
+struct StateBatch {
+  int64_t first_offset{};
+  int64_t last_offset{};
+  int8_t delivery_state{};
+  int16_t delivery_count{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const StateBatch&) const = default;
+};
+
+struct PartitionData {
+  int32_t partition{};
+  int32_t state_epoch{};
+  int32_t leader_epoch{};
+  int64_t start_offset{};
+  std::vector<StateBatch> state_batches{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionData&) const = default;
+};
+
+struct WriteStateData {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionData> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WriteStateData&) const = default;
+};
+
+}  // namespace write_share_group_state_request
+
 struct WriteShareGroupStateRequest {
-  struct StateBatch {
-    int64_t first_offset{};
-    int64_t last_offset{};
-    int8_t delivery_state{};
-    int16_t delivery_count{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const StateBatch&) const = default;
-  };
-
-  struct PartitionData {
-    int32_t partition{};
-    int32_t state_epoch{};
-    int32_t leader_epoch{};
-    int64_t start_offset{};
-    std::vector<StateBatch> state_batches{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionData&) const = default;
-  };
-
-  struct WriteStateData {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionData> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WriteStateData&) const = default;
-  };
+  using StateBatch = write_share_group_state_request::StateBatch;
+  using PartitionData = write_share_group_state_request::PartitionData;
+  using WriteStateData = write_share_group_state_request::WriteStateData;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kWriteShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,25 +14,32 @@
 
 namespace shale::protocol {
 
+namespace write_share_group_state_response {
+
+struct PartitionResult {
+  int32_t partition{};
+  int16_t error_code{};
+  std::optional<std::string> error_message{std::nullopt};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const PartitionResult&) const = default;
+};
+
+struct WriteStateResult {
+  ::shale::protocol::Uuid topic_id{};
+  std::vector<PartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WriteStateResult&) const = default;
+};
+
+}  // namespace write_share_group_state_response
+
 struct WriteShareGroupStateResponse {
-  struct PartitionResult {
-    int32_t partition{};
-    int16_t error_code{};
-    std::optional<std::string> error_message{std::nullopt};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const PartitionResult&) const = default;
-  };
-
-  struct WriteStateResult {
-    ::shale::protocol::Uuid topic_id{};
-    std::vector<PartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WriteStateResult&) const = default;
-  };
+  using PartitionResult = write_share_group_state_response::PartitionResult;
+  using WriteStateResult = write_share_group_state_response::WriteStateResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kWriteShareGroupState;
   static constexpr int16_t kMinVersion = 0;

@@ -14,27 +14,34 @@
 
 namespace shale::protocol {
 
+namespace write_txn_markers_request {
+
+struct WritableTxnMarkerTopic {
+  std::string name{};
+  std::vector<int32_t> partition_indexes{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WritableTxnMarkerTopic&) const = default;
+};
+
+struct WritableTxnMarker {
+  int64_t producer_id{};
+  int16_t producer_epoch{};
+  bool transaction_result{};
+  std::vector<WritableTxnMarkerTopic> topics{};
+  int32_t coordinator_epoch{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WritableTxnMarker&) const = default;
+};
+
+}  // namespace write_txn_markers_request
+
 struct WriteTxnMarkersRequest {
-  struct WritableTxnMarkerTopic {
-    std::string name{};
-    std::vector<int32_t> partition_indexes{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WritableTxnMarkerTopic&) const = default;
-  };
-
-  struct WritableTxnMarker {
-    int64_t producer_id{};
-    int16_t producer_epoch{};
-    bool transaction_result{};
-    std::vector<WritableTxnMarkerTopic> topics{};
-    int32_t coordinator_epoch{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WritableTxnMarker&) const = default;
-  };
+  using WritableTxnMarkerTopic = write_txn_markers_request::WritableTxnMarkerTopic;
+  using WritableTxnMarker = write_txn_markers_request::WritableTxnMarker;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kWriteTxnMarkers;
   static constexpr int16_t kMinVersion = 0;

@@ -14,33 +14,41 @@
 
 namespace shale::protocol {
 
+namespace write_txn_markers_response {
+
+struct WritableTxnMarkerPartitionResult {
+  int32_t partition_index{};
+  int16_t error_code{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WritableTxnMarkerPartitionResult&) const = default;
+};
+
+struct WritableTxnMarkerTopicResult {
+  std::string name{};
+  std::vector<WritableTxnMarkerPartitionResult> partitions{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WritableTxnMarkerTopicResult&) const = default;
+};
+
+struct WritableTxnMarkerResult {
+  int64_t producer_id{};
+  std::vector<WritableTxnMarkerTopicResult> topics{};
+
+  void read(::shale::protocol::Reader& r, int16_t version);
+  void write(::shale::protocol::Writer& w, int16_t version) const;
+  bool operator==(const WritableTxnMarkerResult&) const = default;
+};
+
+}  // namespace write_txn_markers_response
+
 struct WriteTxnMarkersResponse {
-  struct WritableTxnMarkerPartitionResult {
-    int32_t partition_index{};
-    int16_t error_code{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WritableTxnMarkerPartitionResult&) const = default;
-  };
-
-  struct WritableTxnMarkerTopicResult {
-    std::string name{};
-    std::vector<WritableTxnMarkerPartitionResult> partitions{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WritableTxnMarkerTopicResult&) const = default;
-  };
-
-  struct WritableTxnMarkerResult {
-    int64_t producer_id{};
-    std::vector<WritableTxnMarkerTopicResult> topics{};
-
-    void read(::shale::protocol::Reader& r, int16_t version);
-    void write(::shale::protocol::Writer& w, int16_t version) const;
-    bool operator==(const WritableTxnMarkerResult&) const = default;
-  };
+  using WritableTxnMarkerPartitionResult = write_txn_markers_response::WritableTxnMarkerPartitionResult;
+  using WritableTxnMarkerTopicResult = write_txn_markers_response::WritableTxnMarkerTopicResult;
+  using WritableTxnMarkerResult = write_txn_markers_response::WritableTxnMarkerResult;
 
   static constexpr ::shale::protocol::ApiKey kApiKey = ::shale::protocol::ApiKey::kWriteTxnMarkers;
   static constexpr int16_t kMinVersion = 0;

@@ -63,10 +63,16 @@ class Rng {
   std::mt19937_64 gen_;
 };
 
+enum class MessageKind { kRequest, kResponse, kOther };
+
+// With SHALE_FUZZ_SEED_DIR set, the round-trip tests also write their first message per
+// version as fuzz seeds (request frames / key+version+response body); see tests/fuzz/README.md.
+void maybe_write_seed(MessageKind kind, int16_t key, int16_t v, const Buffer& body);
+
 // Encodes x at version v, decodes it back, re-encodes, and checks byte equality, value
 // equality and encoded_size().
 template <typename T>
-void expect_round_trip(const T& x, int16_t v, uint64_t seed) {
+void expect_round_trip(const T& x, int16_t v, uint64_t seed, MessageKind kind) {
   SCOPED_TRACE("version " + std::to_string(v) + " seed " + std::to_string(seed));
   BufferBuilder b1;
   Writer w1(b1);
@@ -85,6 +91,11 @@ void expect_round_trip(const T& x, int16_t v, uint64_t seed) {
   ASSERT_TRUE(y.encode(w2, v).ok());
   Buffer again = std::move(b2).freeze();
   EXPECT_EQ(bytes.view(), again.view());
+  if constexpr (requires { T::kApiKey; }) {
+    if (seed == 1) {
+      maybe_write_seed(kind, static_cast<int16_t>(T::kApiKey), v, bytes);
+    }
+  }
 }
 
 }  // namespace shale::protocol

@@ -1741,7 +1741,7 @@ TEST(AllocateProducerIdsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AllocateProducerIdsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1752,7 +1752,7 @@ TEST(AlterClientQuotasRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterClientQuotasRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1763,7 +1763,7 @@ TEST(AlterReplicaLogDirsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterReplicaLogDirsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1774,7 +1774,7 @@ TEST(BeginQuorumEpochRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       BeginQuorumEpochRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1785,7 +1785,7 @@ TEST(ConsumerGroupHeartbeatRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ConsumerGroupHeartbeatRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1796,7 +1796,7 @@ TEST(ConsumerGroupHeartbeatResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ConsumerGroupHeartbeatResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1807,7 +1807,7 @@ TEST(CreateAclsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       CreateAclsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1818,7 +1818,7 @@ TEST(CreateTopicsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       CreateTopicsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1829,7 +1829,7 @@ TEST(DefaultPrincipalData, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DefaultPrincipalData x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1840,7 +1840,7 @@ TEST(DeleteGroupsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteGroupsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1851,7 +1851,7 @@ TEST(DeleteRecordsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteRecordsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1862,7 +1862,7 @@ TEST(DeleteTopicsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteTopicsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1873,7 +1873,7 @@ TEST(DescribeClientQuotasResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeClientQuotasResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1884,7 +1884,7 @@ TEST(DescribeGroupsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeGroupsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1895,7 +1895,7 @@ TEST(DescribeGroupsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeGroupsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1906,7 +1906,7 @@ TEST(DescribeTransactionsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeTransactionsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1917,7 +1917,7 @@ TEST(EndTxnRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       EndTxnRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1928,7 +1928,7 @@ TEST(FetchResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FetchResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1939,7 +1939,7 @@ TEST(IncrementalAlterConfigsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       IncrementalAlterConfigsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1950,7 +1950,7 @@ TEST(ListClientMetricsResourcesResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListClientMetricsResourcesResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1961,7 +1961,7 @@ TEST(MetadataRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       MetadataRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1972,7 +1972,7 @@ TEST(PushTelemetryRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       PushTelemetryRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1983,7 +1983,7 @@ TEST(PushTelemetryResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       PushTelemetryResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1994,7 +1994,7 @@ TEST(RemoveRaftVoterResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       RemoveRaftVoterResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2005,7 +2005,7 @@ TEST(SaslAuthenticateRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SaslAuthenticateRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2016,7 +2016,7 @@ TEST(SaslAuthenticateResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SaslAuthenticateResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2027,7 +2027,7 @@ TEST(ShareFetchRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareFetchRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2038,7 +2038,7 @@ TEST(TxnOffsetCommitRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       TxnOffsetCommitRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2049,7 +2049,7 @@ TEST(UpdateFeaturesRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateFeaturesRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2060,7 +2060,7 @@ TEST(VotersRecord, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       VotersRecord x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -2071,7 +2071,7 @@ TEST(WriteTxnMarkersRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       WriteTxnMarkersRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }

@@ -1652,7 +1652,7 @@ TEST(AddOffsetsToTxnRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AddOffsetsToTxnRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1663,7 +1663,7 @@ TEST(AddOffsetsToTxnResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AddOffsetsToTxnResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1674,7 +1674,7 @@ TEST(AddPartitionsToTxnResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AddPartitionsToTxnResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1685,7 +1685,7 @@ TEST(AddRaftVoterResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AddRaftVoterResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1696,7 +1696,7 @@ TEST(BrokerHeartbeatRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       BrokerHeartbeatRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1707,7 +1707,7 @@ TEST(ControlledShutdownRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ControlledShutdownRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1718,7 +1718,7 @@ TEST(ControllerRegistrationResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ControllerRegistrationResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1729,7 +1729,7 @@ TEST(CreatePartitionsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       CreatePartitionsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1740,7 +1740,7 @@ TEST(DeleteRecordsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteRecordsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1751,7 +1751,7 @@ TEST(DescribeAclsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeAclsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1762,7 +1762,7 @@ TEST(DescribeConfigsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeConfigsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1773,7 +1773,7 @@ TEST(DescribeProducersResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeProducersResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1784,7 +1784,7 @@ TEST(FetchRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FetchRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1795,7 +1795,7 @@ TEST(FetchSnapshotRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FetchSnapshotRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1806,7 +1806,7 @@ TEST(InitProducerIdRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       InitProducerIdRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1817,7 +1817,7 @@ TEST(InitializeShareGroupStateResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       InitializeShareGroupStateResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1828,7 +1828,7 @@ TEST(JoinGroupRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       JoinGroupRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1839,7 +1839,7 @@ TEST(KRaftVersionRecord, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       KRaftVersionRecord x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1850,7 +1850,7 @@ TEST(LeaderChangeMessage, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       LeaderChangeMessage x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1861,7 +1861,7 @@ TEST(LeaveGroupRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       LeaveGroupRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1872,7 +1872,7 @@ TEST(ListClientMetricsResourcesRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListClientMetricsResourcesRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1883,7 +1883,7 @@ TEST(ListPartitionReassignmentsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListPartitionReassignmentsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1894,7 +1894,7 @@ TEST(ListTransactionsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListTransactionsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1905,7 +1905,7 @@ TEST(OffsetCommitRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetCommitRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1916,7 +1916,7 @@ TEST(ProduceRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ProduceRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1927,7 +1927,7 @@ TEST(ReadShareGroupStateRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ReadShareGroupStateRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1938,7 +1938,7 @@ TEST(RemoveRaftVoterRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       RemoveRaftVoterRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1949,7 +1949,7 @@ TEST(ShareGroupDescribeResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareGroupDescribeResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1960,7 +1960,7 @@ TEST(SnapshotHeaderRecord, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SnapshotHeaderRecord x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1971,7 +1971,7 @@ TEST(TxnOffsetCommitResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       TxnOffsetCommitResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1982,7 +1982,7 @@ TEST(VoteRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       VoteRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }

@@ -1749,7 +1749,7 @@ TEST(AlterConfigsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterConfigsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1760,7 +1760,7 @@ TEST(AlterPartitionReassignmentsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterPartitionReassignmentsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1771,7 +1771,7 @@ TEST(AlterPartitionReassignmentsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterPartitionReassignmentsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1782,7 +1782,7 @@ TEST(AlterPartitionResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterPartitionResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1793,7 +1793,7 @@ TEST(BrokerRegistrationRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       BrokerRegistrationRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1804,7 +1804,7 @@ TEST(BrokerRegistrationResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       BrokerRegistrationResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1815,7 +1815,7 @@ TEST(ControlledShutdownResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ControlledShutdownResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1826,7 +1826,7 @@ TEST(DescribeClusterResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeClusterResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1837,7 +1837,7 @@ TEST(DescribeDelegationTokenResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeDelegationTokenResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1848,7 +1848,7 @@ TEST(DescribeLogDirsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeLogDirsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1859,7 +1859,7 @@ TEST(DescribeLogDirsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeLogDirsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1870,7 +1870,7 @@ TEST(DescribeTransactionsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeTransactionsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1881,7 +1881,7 @@ TEST(ElectLeadersResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ElectLeadersResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1892,7 +1892,7 @@ TEST(EndTxnResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       EndTxnResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1903,7 +1903,7 @@ TEST(EnvelopeResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       EnvelopeResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1914,7 +1914,7 @@ TEST(InitializeShareGroupStateRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       InitializeShareGroupStateRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1925,7 +1925,7 @@ TEST(ListGroupsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListGroupsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1936,7 +1936,7 @@ TEST(ListOffsetsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListOffsetsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1947,7 +1947,7 @@ TEST(ListPartitionReassignmentsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListPartitionReassignmentsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1958,7 +1958,7 @@ TEST(ListTransactionsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListTransactionsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1969,7 +1969,7 @@ TEST(OffsetDeleteRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetDeleteRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1980,7 +1980,7 @@ TEST(OffsetForLeaderEpochResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetForLeaderEpochResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1991,7 +1991,7 @@ TEST(ProduceResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ProduceResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2002,7 +2002,7 @@ TEST(ReadShareGroupStateResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ReadShareGroupStateResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2013,7 +2013,7 @@ TEST(RenewDelegationTokenRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       RenewDelegationTokenRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2024,7 +2024,7 @@ TEST(SaslHandshakeRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SaslHandshakeRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2035,7 +2035,7 @@ TEST(ShareGroupHeartbeatResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareGroupHeartbeatResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2046,7 +2046,7 @@ TEST(StopReplicaResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       StopReplicaResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2057,7 +2057,7 @@ TEST(UpdateMetadataRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateMetadataRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2068,7 +2068,7 @@ TEST(UpdateRaftVoterResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateRaftVoterResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2079,7 +2079,7 @@ TEST(WriteTxnMarkersResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       WriteTxnMarkersResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }

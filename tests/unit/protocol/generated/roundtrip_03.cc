@@ -1758,7 +1758,7 @@ TEST(AddRaftVoterRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AddRaftVoterRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1769,7 +1769,7 @@ TEST(AllocateProducerIdsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AllocateProducerIdsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1780,7 +1780,7 @@ TEST(AlterClientQuotasResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterClientQuotasResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1791,7 +1791,7 @@ TEST(AlterReplicaLogDirsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterReplicaLogDirsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1802,7 +1802,7 @@ TEST(ControllerRegistrationRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ControllerRegistrationRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1813,7 +1813,7 @@ TEST(CreateAclsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       CreateAclsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1824,7 +1824,7 @@ TEST(CreateDelegationTokenResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       CreateDelegationTokenResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1835,7 +1835,7 @@ TEST(DeleteAclsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteAclsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1846,7 +1846,7 @@ TEST(DescribeClusterRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeClusterRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1857,7 +1857,7 @@ TEST(DescribeDelegationTokenRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeDelegationTokenRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1868,7 +1868,7 @@ TEST(DescribeProducersRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeProducersRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1879,7 +1879,7 @@ TEST(DescribeQuorumRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeQuorumRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1890,7 +1890,7 @@ TEST(DescribeUserScramCredentialsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeUserScramCredentialsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1901,7 +1901,7 @@ TEST(DescribeUserScramCredentialsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeUserScramCredentialsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1912,7 +1912,7 @@ TEST(EndQuorumEpochRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       EndQuorumEpochRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1923,7 +1923,7 @@ TEST(FetchSnapshotResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FetchSnapshotResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1934,7 +1934,7 @@ TEST(FindCoordinatorRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FindCoordinatorRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1945,7 +1945,7 @@ TEST(FindCoordinatorResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       FindCoordinatorResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1956,7 +1956,7 @@ TEST(InitProducerIdResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       InitProducerIdResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1967,7 +1967,7 @@ TEST(LeaderAndIsrRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       LeaderAndIsrRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1978,7 +1978,7 @@ TEST(ListGroupsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ListGroupsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1989,7 +1989,7 @@ TEST(OffsetCommitResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetCommitResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2000,7 +2000,7 @@ TEST(OffsetFetchResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetFetchResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2011,7 +2011,7 @@ TEST(ReadShareGroupStateSummaryRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ReadShareGroupStateSummaryRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2022,7 +2022,7 @@ TEST(ShareAcknowledgeRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareAcknowledgeRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2033,7 +2033,7 @@ TEST(SyncGroupRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SyncGroupRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2044,7 +2044,7 @@ TEST(SyncGroupResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       SyncGroupResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2055,7 +2055,7 @@ TEST(UpdateFeaturesResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateFeaturesResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2066,7 +2066,7 @@ TEST(UpdateMetadataResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateMetadataResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2077,7 +2077,7 @@ TEST(UpdateRaftVoterRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UpdateRaftVoterRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2088,7 +2088,7 @@ TEST(WriteShareGroupStateResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       WriteShareGroupStateResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }

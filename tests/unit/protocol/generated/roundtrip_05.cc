@@ -1890,7 +1890,7 @@ TEST(AlterConfigsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterConfigsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1901,7 +1901,7 @@ TEST(AlterPartitionRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterPartitionRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1912,7 +1912,7 @@ TEST(AlterUserScramCredentialsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AlterUserScramCredentialsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1923,7 +1923,7 @@ TEST(AssignReplicasToDirsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       AssignReplicasToDirsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1934,7 +1934,7 @@ TEST(ConsumerGroupDescribeRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ConsumerGroupDescribeRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -1945,7 +1945,7 @@ TEST(ConsumerProtocolAssignment, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ConsumerProtocolAssignment x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1956,7 +1956,7 @@ TEST(ConsumerProtocolSubscription, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ConsumerProtocolSubscription x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -1967,7 +1967,7 @@ TEST(DeleteAclsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteAclsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1978,7 +1978,7 @@ TEST(DeleteShareGroupStateResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteShareGroupStateResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -1989,7 +1989,7 @@ TEST(DeleteTopicsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DeleteTopicsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2000,7 +2000,7 @@ TEST(DescribeAclsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeAclsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2011,7 +2011,7 @@ TEST(DescribeClientQuotasRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeClientQuotasRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2022,7 +2022,7 @@ TEST(DescribeConfigsRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeConfigsRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2033,7 +2033,7 @@ TEST(DescribeQuorumResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       DescribeQuorumResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2044,7 +2044,7 @@ TEST(EndQuorumEpochResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       EndQuorumEpochResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2055,7 +2055,7 @@ TEST(ExpireDelegationTokenResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ExpireDelegationTokenResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2066,7 +2066,7 @@ TEST(HeartbeatResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       HeartbeatResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2077,7 +2077,7 @@ TEST(IncrementalAlterConfigsResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       IncrementalAlterConfigsResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2088,7 +2088,7 @@ TEST(LeaderAndIsrResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       LeaderAndIsrResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2099,7 +2099,7 @@ TEST(LeaveGroupResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       LeaveGroupResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2110,7 +2110,7 @@ TEST(OffsetFetchRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetFetchRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2121,7 +2121,7 @@ TEST(OffsetForLeaderEpochRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       OffsetForLeaderEpochRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2132,7 +2132,7 @@ TEST(RequestHeader, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       RequestHeader x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -2143,7 +2143,7 @@ TEST(ResponseHeader, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ResponseHeader x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kOther);
     }
   }
 }
@@ -2154,7 +2154,7 @@ TEST(ShareAcknowledgeResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareAcknowledgeResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2165,7 +2165,7 @@ TEST(ShareFetchResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareFetchResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2176,7 +2176,7 @@ TEST(ShareGroupDescribeRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       ShareGroupDescribeRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2187,7 +2187,7 @@ TEST(StopReplicaRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       StopReplicaRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2198,7 +2198,7 @@ TEST(UnregisterBrokerRequest, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UnregisterBrokerRequest x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kRequest);
     }
   }
 }
@@ -2209,7 +2209,7 @@ TEST(UnregisterBrokerResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       UnregisterBrokerResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
@@ -2220,7 +2220,7 @@ TEST(VoteResponse, RoundTripEveryVersion) {
       Rng g(seed * 1000003u + static_cast<uint64_t>(v));
       VoteResponse x;
       randomize(x, g, v);
-      expect_round_trip(x, v, seed);
+      expect_round_trip(x, v, seed, MessageKind::kResponse);
     }
   }
 }
