@@ -164,6 +164,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
         bad_frame("oversized", size);
         break;
       }
+      if (size > 64 * 1024) {
+        // Allocate a large frame only once its body starts arriving, so that a client cannot
+        // pin big buffers with size prefixes alone.
+        co_await socket_.async_wait(tcp::socket::wait_read,
+                                    asio::redirect_error(use_awaitable, ec));
+        if (ec || closed_) break;
+      }
       // The frame's one allocation; it becomes the Buffer owner, so later stages slice it.
       std::shared_ptr<uint8_t[]> mem(new uint8_t[size > 0 ? size : 1]);
       co_await asio::async_read(socket_, asio::buffer(mem.get(), size),
@@ -248,13 +255,16 @@ class Connection : public std::enable_shared_from_this<Connection> {
         if (ec) break;
         last_activity_ = Clock::now();
       }
+      batch.clear();  // release the response buffers now, not at the next write
       if (close_after) break;
     }
     close();
   }
 
   awaitable<void> idle_loop(std::shared_ptr<Connection> /*keep_alive*/) {
-    const auto idle = std::chrono::milliseconds(srv_->opts.idle_timeout_ms);
+    // Clamped so that last_activity_ + idle cannot overflow the clock (the key is a long).
+    constexpr int64_t kTenYearsMs = int64_t{10} * 365 * 24 * 3600 * 1000;
+    const auto idle = std::chrono::milliseconds(std::min(srv_->opts.idle_timeout_ms, kTenYearsMs));
     while (!closed_) {
       idle_timer_.expires_at(last_activity_ + idle);
       std::error_code ec;

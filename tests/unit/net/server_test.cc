@@ -371,6 +371,27 @@ TEST_F(ServerTest, ClosesIdleConnections) {
   EXPECT_TRUE(eventually([&] { return handler_->closed.load() == 1; }));
 }
 
+TEST_F(ServerTest, HugeIdleTimeoutDoesNotOverflow) {
+  ServerOptions o;
+  o.idle_timeout_ms = INT64_MAX;
+  start(o);
+  Client c(port_);
+  c.send("one");
+  EXPECT_EQ(c.recv(), "one");
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  c.send("two");
+  EXPECT_EQ(c.recv(), "two");
+}
+
+TEST_F(ServerTest, LargeFramesArriveWhole) {
+  start();
+  Client c(port_);
+  std::string big(3 * 1024 * 1024 + 7, 'q');
+  for (size_t i = 0; i < big.size(); i += 4093) big[i] = static_cast<char>('a' + i % 26);
+  c.send(big);
+  EXPECT_EQ(c.recv(), big);
+}
+
 TEST_F(ServerTest, DistributesConnectionsOverShards) {
   start({}, 3);
   std::vector<std::unique_ptr<Client>> clients;

@@ -1,0 +1,162 @@
+#include "protocol/errors.h"
+
+#include <iterator>
+
+namespace shale::protocol {
+
+namespace {
+// Ordered by code: -1 first, then 0.. without gaps, so lookup is an index.
+constexpr ErrorInfo kErrors[] = {
+    {ErrorCode::kUnknownServerError, "UNKNOWN_SERVER_ERROR", false},
+    {ErrorCode::kNone, "NONE", false},
+    {ErrorCode::kOffsetOutOfRange, "OFFSET_OUT_OF_RANGE", false},
+    {ErrorCode::kCorruptMessage, "CORRUPT_MESSAGE", true},
+    {ErrorCode::kUnknownTopicOrPartition, "UNKNOWN_TOPIC_OR_PARTITION", true},
+    {ErrorCode::kInvalidFetchSize, "INVALID_FETCH_SIZE", false},
+    {ErrorCode::kLeaderNotAvailable, "LEADER_NOT_AVAILABLE", true},
+    {ErrorCode::kNotLeaderOrFollower, "NOT_LEADER_OR_FOLLOWER", true},
+    {ErrorCode::kRequestTimedOut, "REQUEST_TIMED_OUT", true},
+    {ErrorCode::kBrokerNotAvailable, "BROKER_NOT_AVAILABLE", false},
+    {ErrorCode::kReplicaNotAvailable, "REPLICA_NOT_AVAILABLE", true},
+    {ErrorCode::kMessageTooLarge, "MESSAGE_TOO_LARGE", false},
+    {ErrorCode::kStaleControllerEpoch, "STALE_CONTROLLER_EPOCH", false},
+    {ErrorCode::kOffsetMetadataTooLarge, "OFFSET_METADATA_TOO_LARGE", false},
+    {ErrorCode::kNetworkException, "NETWORK_EXCEPTION", true},
+    {ErrorCode::kCoordinatorLoadInProgress, "COORDINATOR_LOAD_IN_PROGRESS", true},
+    {ErrorCode::kCoordinatorNotAvailable, "COORDINATOR_NOT_AVAILABLE", true},
+    {ErrorCode::kNotCoordinator, "NOT_COORDINATOR", true},
+    {ErrorCode::kInvalidTopicException, "INVALID_TOPIC_EXCEPTION", false},
+    {ErrorCode::kRecordListTooLarge, "RECORD_LIST_TOO_LARGE", false},
+    {ErrorCode::kNotEnoughReplicas, "NOT_ENOUGH_REPLICAS", true},
+    {ErrorCode::kNotEnoughReplicasAfterAppend, "NOT_ENOUGH_REPLICAS_AFTER_APPEND", true},
+    {ErrorCode::kInvalidRequiredAcks, "INVALID_REQUIRED_ACKS", false},
+    {ErrorCode::kIllegalGeneration, "ILLEGAL_GENERATION", false},
+    {ErrorCode::kInconsistentGroupProtocol, "INCONSISTENT_GROUP_PROTOCOL", false},
+    {ErrorCode::kInvalidGroupId, "INVALID_GROUP_ID", false},
+    {ErrorCode::kUnknownMemberId, "UNKNOWN_MEMBER_ID", false},
+    {ErrorCode::kInvalidSessionTimeout, "INVALID_SESSION_TIMEOUT", false},
+    {ErrorCode::kRebalanceInProgress, "REBALANCE_IN_PROGRESS", false},
+    {ErrorCode::kInvalidCommitOffsetSize, "INVALID_COMMIT_OFFSET_SIZE", false},
+    {ErrorCode::kTopicAuthorizationFailed, "TOPIC_AUTHORIZATION_FAILED", false},
+    {ErrorCode::kGroupAuthorizationFailed, "GROUP_AUTHORIZATION_FAILED", false},
+    {ErrorCode::kClusterAuthorizationFailed, "CLUSTER_AUTHORIZATION_FAILED", false},
+    {ErrorCode::kInvalidTimestamp, "INVALID_TIMESTAMP", false},
+    {ErrorCode::kUnsupportedSaslMechanism, "UNSUPPORTED_SASL_MECHANISM", false},
+    {ErrorCode::kIllegalSaslState, "ILLEGAL_SASL_STATE", false},
+    {ErrorCode::kUnsupportedVersion, "UNSUPPORTED_VERSION", false},
+    {ErrorCode::kTopicAlreadyExists, "TOPIC_ALREADY_EXISTS", false},
+    {ErrorCode::kInvalidPartitions, "INVALID_PARTITIONS", false},
+    {ErrorCode::kInvalidReplicationFactor, "INVALID_REPLICATION_FACTOR", false},
+    {ErrorCode::kInvalidReplicaAssignment, "INVALID_REPLICA_ASSIGNMENT", false},
+    {ErrorCode::kInvalidConfig, "INVALID_CONFIG", false},
+    {ErrorCode::kNotController, "NOT_CONTROLLER", true},
+    {ErrorCode::kInvalidRequest, "INVALID_REQUEST", false},
+    {ErrorCode::kUnsupportedForMessageFormat, "UNSUPPORTED_FOR_MESSAGE_FORMAT", false},
+    {ErrorCode::kPolicyViolation, "POLICY_VIOLATION", false},
+    {ErrorCode::kOutOfOrderSequenceNumber, "OUT_OF_ORDER_SEQUENCE_NUMBER", false},
+    {ErrorCode::kDuplicateSequenceNumber, "DUPLICATE_SEQUENCE_NUMBER", false},
+    {ErrorCode::kInvalidProducerEpoch, "INVALID_PRODUCER_EPOCH", false},
+    {ErrorCode::kInvalidTxnState, "INVALID_TXN_STATE", false},
+    {ErrorCode::kInvalidProducerIdMapping, "INVALID_PRODUCER_ID_MAPPING", false},
+    {ErrorCode::kInvalidTransactionTimeout, "INVALID_TRANSACTION_TIMEOUT", false},
+    {ErrorCode::kConcurrentTransactions, "CONCURRENT_TRANSACTIONS", true},
+    {ErrorCode::kTransactionCoordinatorFenced, "TRANSACTION_COORDINATOR_FENCED", false},
+    {ErrorCode::kTransactionalIdAuthorizationFailed, "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+     false},
+    {ErrorCode::kSecurityDisabled, "SECURITY_DISABLED", false},
+    {ErrorCode::kOperationNotAttempted, "OPERATION_NOT_ATTEMPTED", false},
+    {ErrorCode::kKafkaStorageError, "KAFKA_STORAGE_ERROR", true},
+    {ErrorCode::kLogDirNotFound, "LOG_DIR_NOT_FOUND", false},
+    {ErrorCode::kSaslAuthenticationFailed, "SASL_AUTHENTICATION_FAILED", false},
+    {ErrorCode::kUnknownProducerId, "UNKNOWN_PRODUCER_ID", false},
+    {ErrorCode::kReassignmentInProgress, "REASSIGNMENT_IN_PROGRESS", false},
+    {ErrorCode::kDelegationTokenAuthDisabled, "DELEGATION_TOKEN_AUTH_DISABLED", false},
+    {ErrorCode::kDelegationTokenNotFound, "DELEGATION_TOKEN_NOT_FOUND", false},
+    {ErrorCode::kDelegationTokenOwnerMismatch, "DELEGATION_TOKEN_OWNER_MISMATCH", false},
+    {ErrorCode::kDelegationTokenRequestNotAllowed, "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED", false},
+    {ErrorCode::kDelegationTokenAuthorizationFailed, "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+     false},
+    {ErrorCode::kDelegationTokenExpired, "DELEGATION_TOKEN_EXPIRED", false},
+    {ErrorCode::kInvalidPrincipalType, "INVALID_PRINCIPAL_TYPE", false},
+    {ErrorCode::kNonEmptyGroup, "NON_EMPTY_GROUP", false},
+    {ErrorCode::kGroupIdNotFound, "GROUP_ID_NOT_FOUND", false},
+    {ErrorCode::kFetchSessionIdNotFound, "FETCH_SESSION_ID_NOT_FOUND", true},
+    {ErrorCode::kInvalidFetchSessionEpoch, "INVALID_FETCH_SESSION_EPOCH", true},
+    {ErrorCode::kListenerNotFound, "LISTENER_NOT_FOUND", true},
+    {ErrorCode::kTopicDeletionDisabled, "TOPIC_DELETION_DISABLED", false},
+    {ErrorCode::kFencedLeaderEpoch, "FENCED_LEADER_EPOCH", true},
+    {ErrorCode::kUnknownLeaderEpoch, "UNKNOWN_LEADER_EPOCH", true},
+    {ErrorCode::kUnsupportedCompressionType, "UNSUPPORTED_COMPRESSION_TYPE", false},
+    {ErrorCode::kStaleBrokerEpoch, "STALE_BROKER_EPOCH", false},
+    {ErrorCode::kOffsetNotAvailable, "OFFSET_NOT_AVAILABLE", true},
+    {ErrorCode::kMemberIdRequired, "MEMBER_ID_REQUIRED", false},
+    {ErrorCode::kPreferredLeaderNotAvailable, "PREFERRED_LEADER_NOT_AVAILABLE", true},
+    {ErrorCode::kGroupMaxSizeReached, "GROUP_MAX_SIZE_REACHED", false},
+    {ErrorCode::kFencedInstanceId, "FENCED_INSTANCE_ID", false},
+    {ErrorCode::kEligibleLeadersNotAvailable, "ELIGIBLE_LEADERS_NOT_AVAILABLE", true},
+    {ErrorCode::kElectionNotNeeded, "ELECTION_NOT_NEEDED", true},
+    {ErrorCode::kNoReassignmentInProgress, "NO_REASSIGNMENT_IN_PROGRESS", false},
+    {ErrorCode::kGroupSubscribedToTopic, "GROUP_SUBSCRIBED_TO_TOPIC", false},
+    {ErrorCode::kInvalidRecord, "INVALID_RECORD", false},
+    {ErrorCode::kUnstableOffsetCommit, "UNSTABLE_OFFSET_COMMIT", true},
+    {ErrorCode::kThrottlingQuotaExceeded, "THROTTLING_QUOTA_EXCEEDED", true},
+    {ErrorCode::kProducerFenced, "PRODUCER_FENCED", false},
+    {ErrorCode::kResourceNotFound, "RESOURCE_NOT_FOUND", false},
+    {ErrorCode::kDuplicateResource, "DUPLICATE_RESOURCE", false},
+    {ErrorCode::kUnacceptableCredential, "UNACCEPTABLE_CREDENTIAL", false},
+    {ErrorCode::kInconsistentVoterSet, "INCONSISTENT_VOTER_SET", false},
+    {ErrorCode::kInvalidUpdateVersion, "INVALID_UPDATE_VERSION", false},
+    {ErrorCode::kFeatureUpdateFailed, "FEATURE_UPDATE_FAILED", false},
+    {ErrorCode::kPrincipalDeserializationFailure, "PRINCIPAL_DESERIALIZATION_FAILURE", false},
+    {ErrorCode::kSnapshotNotFound, "SNAPSHOT_NOT_FOUND", false},
+    {ErrorCode::kPositionOutOfRange, "POSITION_OUT_OF_RANGE", false},
+    {ErrorCode::kUnknownTopicId, "UNKNOWN_TOPIC_ID", true},
+    {ErrorCode::kDuplicateBrokerRegistration, "DUPLICATE_BROKER_REGISTRATION", false},
+    {ErrorCode::kBrokerIdNotRegistered, "BROKER_ID_NOT_REGISTERED", false},
+    {ErrorCode::kInconsistentTopicId, "INCONSISTENT_TOPIC_ID", true},
+    {ErrorCode::kInconsistentClusterId, "INCONSISTENT_CLUSTER_ID", false},
+    {ErrorCode::kTransactionalIdNotFound, "TRANSACTIONAL_ID_NOT_FOUND", false},
+    {ErrorCode::kFetchSessionTopicIdError, "FETCH_SESSION_TOPIC_ID_ERROR", true},
+    {ErrorCode::kIneligibleReplica, "INELIGIBLE_REPLICA", false},
+    {ErrorCode::kNewLeaderElected, "NEW_LEADER_ELECTED", false},
+    {ErrorCode::kOffsetMovedToTieredStorage, "OFFSET_MOVED_TO_TIERED_STORAGE", false},
+    {ErrorCode::kFencedMemberEpoch, "FENCED_MEMBER_EPOCH", false},
+    {ErrorCode::kUnreleasedInstanceId, "UNRELEASED_INSTANCE_ID", false},
+    {ErrorCode::kUnsupportedAssignor, "UNSUPPORTED_ASSIGNOR", false},
+    {ErrorCode::kStaleMemberEpoch, "STALE_MEMBER_EPOCH", false},
+    {ErrorCode::kMismatchedEndpointType, "MISMATCHED_ENDPOINT_TYPE", false},
+    {ErrorCode::kUnsupportedEndpointType, "UNSUPPORTED_ENDPOINT_TYPE", false},
+    {ErrorCode::kUnknownControllerId, "UNKNOWN_CONTROLLER_ID", false},
+    {ErrorCode::kUnknownSubscriptionId, "UNKNOWN_SUBSCRIPTION_ID", false},
+    {ErrorCode::kTelemetryTooLarge, "TELEMETRY_TOO_LARGE", false},
+    {ErrorCode::kInvalidRegistration, "INVALID_REGISTRATION", false},
+    {ErrorCode::kTransactionAbortable, "TRANSACTION_ABORTABLE", false},
+    {ErrorCode::kInvalidRecordState, "INVALID_RECORD_STATE", false},
+    {ErrorCode::kShareSessionNotFound, "SHARE_SESSION_NOT_FOUND", true},
+    {ErrorCode::kInvalidShareSessionEpoch, "INVALID_SHARE_SESSION_EPOCH", true},
+    {ErrorCode::kFencedStateEpoch, "FENCED_STATE_EPOCH", false},
+    {ErrorCode::kInvalidVoterKey, "INVALID_VOTER_KEY", false},
+    {ErrorCode::kDuplicateVoter, "DUPLICATE_VOTER", false},
+    {ErrorCode::kVoterNotFound, "VOTER_NOT_FOUND", false},
+};
+}  // namespace
+
+std::span<const ErrorInfo> all_errors() { return {kErrors, std::size(kErrors)}; }
+
+const ErrorInfo* find_error(int16_t code) {
+  const int idx = code + 1;
+  if (idx < 0 || static_cast<size_t>(idx) >= std::size(kErrors)) return nullptr;
+  return &kErrors[idx];
+}
+
+const char* error_name(ErrorCode code) {
+  const ErrorInfo* e = find_error(static_cast<int16_t>(code));
+  return e != nullptr ? e->name : "UNKNOWN_ERROR_CODE";
+}
+
+bool is_retriable(ErrorCode code) {
+  const ErrorInfo* e = find_error(static_cast<int16_t>(code));
+  return e != nullptr && e->retriable;
+}
+
+}  // namespace shale::protocol
