@@ -18,28 +18,15 @@
 #include "app/command.h"
 #include "app/config.h"
 #include "base/log.h"
+#include "broker/broker.h"
+#include "broker/request_router.h"
+#include "meta/sqlite_meta_store.h"
 #include "net/server.h"
+#include "objstore/factory.h"
+#include "storage/engine.h"
 
 namespace shale::app {
 namespace {
-
-// Until the Kafka request dispatcher exists, every request closes its connection: the broker
-// cannot answer anything yet, and a client seeing a closed connection retries elsewhere or
-// fails fast instead of waiting for a response that never comes.
-class NoApiHandler : public net::FrameHandler {
- public:
-  asio::awaitable<net::Response> handle(const net::ConnectionInfo& conn, Buffer) override {
-    uint64_t suppressed = 0;
-    if (limiter_.allow(&suppressed)) {
-      spdlog::warn("no request handlers yet: closing connection from {} [{} more suppressed]",
-                   conn.peer, suppressed);
-    }
-    co_return net::Response::close_connection();
-  }
-
- private:
-  log::RateLimiter limiter_{10000};
-};
 
 std::string host_port(const asio::ip::tcp::endpoint& ep) {
   std::string a = ep.address().to_string();
@@ -130,7 +117,49 @@ int serve_main(int argc, char** argv) {
       static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
   opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
 
-  NoApiHandler handler;  // outlives the pool (see net/frame_handler.h)
+  // Storage and the broker context, before any listener opens. Their blocking start-up (WAL
+  // recovery, topic loading) happens here, on the main thread.
+  auto meta = meta::SqliteMetaStore::open({(data_dir / "meta.db").string()});
+  if (!meta.ok()) return fail("metadata store: " + meta.error().to_string());
+  auto buckets = cfg.get_list("s3.data.buckets");
+  if (buckets.empty()) return fail("configuration key 's3.data.buckets' is empty");
+  auto store = objstore::open_object_store(buckets.front());
+  if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
+  storage::EngineOptions eo;
+  eo.node_id = cfg.get_int("node.id");
+  eo.wal_path = cfg.get_string("s3.wal.path");
+  eo.wal_capacity = static_cast<uint64_t>(cfg.get_long("s3.wal.capacity"));
+  eo.log_cache_size = static_cast<uint64_t>(cfg.get_long("s3.wal.cache.size"));
+  eo.block_cache_size = static_cast<uint64_t>(cfg.get_long("s3.block.cache.size"));
+  eo.upload_threshold = static_cast<uint64_t>(cfg.get_long("s3.wal.upload.threshold"));
+  eo.upload_interval_ms = cfg.get_long("s3.wal.upload.interval.ms");
+  auto engine = storage::Engine::open(eo, store->get(), meta->get());
+  if (!engine.ok()) return fail("storage engine: " + engine.error().to_string());
+
+  broker::BrokerConfig bc;
+  bc.node_id = cfg.get_int("node.id");
+  bc.cluster_id = *cluster_id;
+  bc.endpoints.clear();
+  for (const auto& l : cfg.advertised_listeners()) {
+    bc.endpoints.push_back({l.name, l.host, l.port});
+  }
+  bc.num_partitions = cfg.get_int("num.partitions");
+  bc.default_replication_factor = static_cast<int16_t>(cfg.get_int("default.replication.factor"));
+  bc.auto_create_topics = cfg.get_bool("auto.create.topics.enable");
+  bc.topic_defaults.retention_ms = cfg.get_long("log.retention.ms");
+  bc.topic_defaults.retention_bytes = cfg.get_long("log.retention.bytes");
+  bc.topic_defaults.max_message_bytes = cfg.get_int("message.max.bytes");
+  for (const char* k : {"log.retention.ms", "log.retention.bytes", "message.max.bytes"}) {
+    if (cfg.is_set(k)) {
+      bc.topic_defaults.static_overrides[k] =
+          k == std::string("message.max.bytes") ? std::to_string(cfg.get_int(k))
+                                                : std::to_string(cfg.get_long(k));
+    }
+  }
+  broker::Broker broker(bc, engine->get(), meta->get());
+  if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
+
+  broker::RequestRouter handler(broker);  // outlives the pool (see net/frame_handler.h)
   net::ShardPool pool(static_cast<size_t>(cfg.get_int("num.network.threads")));
   net::Server server(opts, pool, handler);
   if (auto st = server.bind(); !st.ok()) {
@@ -155,6 +184,8 @@ int serve_main(int argc, char** argv) {
   spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   server.stop();
   pool.stop(opts.shutdown_drain_ms);
+  broker.stop();
+  (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
   spdlog::info("stopped");
   return 0;
 }
