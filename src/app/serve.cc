@@ -151,9 +151,9 @@ int serve_main(int argc, char** argv) {
   bc.topic_defaults.max_message_bytes = cfg.get_int("message.max.bytes");
   for (const char* k : {"log.retention.ms", "log.retention.bytes", "message.max.bytes"}) {
     if (cfg.is_set(k)) {
-      bc.topic_defaults.static_overrides[k] =
-          k == std::string("message.max.bytes") ? std::to_string(cfg.get_int(k))
-                                                : std::to_string(cfg.get_long(k));
+      bc.topic_defaults.static_overrides[k] = k == std::string("message.max.bytes")
+                                                  ? std::to_string(cfg.get_int(k))
+                                                  : std::to_string(cfg.get_long(k));
     }
   }
   broker::Broker broker(bc, engine->get(), meta->get());
@@ -165,10 +165,21 @@ int serve_main(int argc, char** argv) {
   if (auto st = server.bind(); !st.ok()) {
     return fail("configuration key 'listeners': " + st.error().message);
   }
+  auto eps = server.local_endpoints();
+  {
+    // Listeners configured with port 0 (tests) advertise the port they were given.
+    auto adv = bc.endpoints;
+    const auto listeners = cfg.listeners();
+    for (auto& a : adv) {
+      for (size_t i = 0; i < listeners.size() && i < eps.size(); ++i) {
+        if (listeners[i].name == a.listener && a.port == 0) a.port = eps[i].port();
+      }
+    }
+    broker.set_endpoints(std::move(adv));
+  }
   pool.start();
   server.start();
 
-  auto eps = server.local_endpoints();
   std::string where = host_port(eps.at(0));
   std::string try_addr = where;
   if (eps[0].address().is_unspecified()) try_addr = "127.0.0.1:" + std::to_string(eps[0].port());

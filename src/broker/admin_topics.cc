@@ -39,7 +39,6 @@ ErrorCode create_error_code(const Error& e) {
 
 asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
     Broker& b, int16_t version, protocol::CreateTopicsRequest req) {
-  (void)version;
   protocol::CreateTopicsResponse resp;
   std::map<std::string, int> counts;
   for (const auto& t : req.topics) counts[t.name]++;
@@ -47,10 +46,10 @@ asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
   for (auto& ct : req.topics) {
     auto& r = resp.topics.emplace_back();
     r.name = ct.name;
-    auto fail = [&r](ErrorCode c, std::string msg) {
+    auto fail = [&r, version](ErrorCode c, std::string msg) {
       r.error_code = static_cast<int16_t>(c);
-      r.error_message = std::move(msg);
-      r.configs = std::nullopt;
+      if (version >= 1) r.error_message = std::move(msg);
+      if (version >= 5) r.configs = std::nullopt;
     };
     if (counts[ct.name] > 1) {
       fail(ErrorCode::kInvalidRequest, "Duplicate topic name.");
@@ -77,15 +76,16 @@ asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
       std::string bad;
       for (const auto& a : ct.assignments) {
         seen.insert(a.partition_index);
-        if (a.broker_ids.empty()) bad = "Replica assignment for partition " +
-                                        std::to_string(a.partition_index) + " is empty.";
+        if (a.broker_ids.empty())
+          bad = "Replica assignment for partition " + std::to_string(a.partition_index) +
+                " is empty.";
         for (int32_t id : a.broker_ids) {
           if (id != node) bad = "Broker " + std::to_string(id) + " is not registered.";
         }
       }
-      if (bad.empty() && (*seen.begin() != 0 ||
-                          *seen.rbegin() != static_cast<int32_t>(seen.size()) - 1 ||
-                          seen.size() != ct.assignments.size())) {
+      if (bad.empty() &&
+          (*seen.begin() != 0 || *seen.rbegin() != static_cast<int32_t>(seen.size()) - 1 ||
+           seen.size() != ct.assignments.size())) {
         bad = "Partitions should be a consecutive 0-based integer sequence.";
       }
       if (!bad.empty()) {
@@ -138,10 +138,11 @@ asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
         fail(create_error_code(created.error()), created.error().message);
         continue;
       }
-      r.topic_id = (*created)->id;
+      if (version >= 7) r.topic_id = (*created)->id;
       spdlog::info("created topic {} ({} partitions)", name, partitions);
     }
     r.error_message = std::nullopt;
+    if (version < 5) continue;  // the fields below exist from v5
     r.num_partitions = partitions;
     r.replication_factor = rf;
     std::vector<protocol::CreateTopicsResponse::CreatableTopicConfigs> out;
@@ -185,23 +186,25 @@ asio::awaitable<protocol::DeleteTopicsResponse> handle_delete_topics(
       t = b.topics().find(tg.id);
     }
     r.name = tg.name;
-    r.topic_id = tg.id;
+    if (version >= 6) r.topic_id = tg.id;
     if (!t) {
       const bool by_id = !tg.name;
       r.error_code = static_cast<int16_t>(by_id ? ErrorCode::kUnknownTopicId
                                                 : ErrorCode::kUnknownTopicOrPartition);
-      r.error_message = by_id ? "Topic id " + tg.id.to_base64() + " not found"
-                              : "This server does not host this topic-partition.";
+      if (version >= 5) {
+        r.error_message = by_id ? "Topic id " + tg.id.to_base64() + " not found"
+                                : "This server does not host this topic-partition.";
+      }
       continue;
     }
     r.name = t->name;
-    r.topic_id = t->id;
+    if (version >= 6) r.topic_id = t->id;
     const std::string name = t->name;
     auto work = [&b, name] { return b.topics().remove(name); };
     Status st = co_await b.blocking(std::move(work));
     if (!st.ok()) {
       r.error_code = static_cast<int16_t>(create_error_code(st.error()));
-      r.error_message = st.error().message;
+      if (version >= 5) r.error_message = st.error().message;
       continue;
     }
     spdlog::info("deleted topic {}", name);
@@ -235,8 +238,7 @@ asio::awaitable<protocol::CreatePartitionsResponse> handle_create_partitions(
     if (ct.count < current) {
       fail(ErrorCode::kInvalidPartitions,
            "The topic " + ct.name + " currently has " + std::to_string(current) +
-               " partition(s); " + std::to_string(ct.count) +
-               " would not be an increase.");
+               " partition(s); " + std::to_string(ct.count) + " would not be an increase.");
       continue;
     }
     if (ct.count == current) {

@@ -31,7 +31,7 @@ asio::awaitable<T> await_callback(Start start) {
         auto h = std::make_shared<H>(std::move(handler));
         start(std::function<void(T)>([h](T v) {
           auto ex = asio::get_associated_executor(*h);
-          asio::post(ex, [h, v = std::move(v)]() mutable { std::move(*h)(std::move(v)); });
+          asio::post(ex, [h, v = std::move(v)]() mutable { std::move (*h)(std::move(v)); });
         }));
       },
       asio::use_awaitable);
@@ -44,10 +44,9 @@ asio::awaitable<T> await_callback(Start start) {
 template <typename F>
 asio::awaitable<std::invoke_result_t<F>> run_blocking(asio::thread_pool& pool, F fn) {
   using R = std::invoke_result_t<F>;
-  return await_callback<R>(
-      [&pool, fn = std::move(fn)](std::function<void(R)> done) mutable {
-        asio::post(pool, [fn = std::move(fn), done = std::move(done)]() mutable { done(fn()); });
-      });
+  return await_callback<R>([&pool, fn = std::move(fn)](std::function<void(R)> done) mutable {
+    asio::post(pool, [fn = std::move(fn), done = std::move(done)]() mutable { done(fn()); });
+  });
 }
 
 // Counts outstanding callbacks (from any thread); wait() completes once all have arrived.

@@ -38,9 +38,10 @@ struct BrokerConfig {
   std::string ns = "shale";  // MetaStore key namespace
   std::vector<AdvertisedEndpoint> endpoints{AdvertisedEndpoint{}};
   std::string rack;
-  int32_t num_partitions = 1;              // num.partitions
-  int16_t default_replication_factor = 1;  // default.replication.factor (accepted; storage is shared)
-  bool auto_create_topics = true;          // auto.create.topics.enable
+  int32_t num_partitions = 1;  // num.partitions
+  int16_t default_replication_factor =
+      1;                           // default.replication.factor (accepted; storage is shared)
+  bool auto_create_topics = true;  // auto.create.topics.enable
   BrokerTopicDefaults topic_defaults;
   int worker_threads = 4;
   size_t max_fetch_sessions = 1000;  // max.incremental.fetch.session.cache.slots
@@ -59,6 +60,9 @@ class Broker {
   void stop();
 
   const BrokerConfig& config() const { return cfg_; }
+  // Replaces the advertised endpoints once the listeners are bound (a configured port 0
+  // becomes the real port). Call before the server starts; not thread-safe.
+  void set_endpoints(std::vector<AdvertisedEndpoint> eps) { cfg_.endpoints = std::move(eps); }
   int32_t node_id() const { return cfg_.node_id; }
   storage::Engine& engine() { return *engine_; }
   meta::MetaStore& meta() { return *meta_; }

@@ -233,7 +233,7 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     pd.error_code = static_cast<int16_t>(g.error);
     pd.high_watermark = g.hw;
     pd.last_stable_offset = g.hw;
-    pd.log_start_offset = g.log_start;
+    if (version >= 5) pd.log_start_offset = g.log_start;
     pd.records = g.records ? *g.records : Buffer();
   };
   for (size_t i = 0; i < wants.size(); ++i) {

@@ -53,7 +53,8 @@ class FetchSessionCache {
   mutable std::mutex mu_;
   std::mt19937 rng_{std::random_device{}()};
   std::list<int32_t> lru_;  // front = most recently used
-  std::unordered_map<int32_t, std::pair<std::shared_ptr<FetchSession>, std::list<int32_t>::iterator>>
+  std::unordered_map<int32_t,
+                     std::pair<std::shared_ptr<FetchSession>, std::list<int32_t>::iterator>>
       sessions_;
 };
 

@@ -80,7 +80,7 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownLeaderEpoch);
         continue;
       }
-      pr.leader_epoch = part->leader_epoch();
+      if (version >= 4) pr.leader_epoch = part->leader_epoch();
       switch (rp.timestamp) {
         case kLatest:
           pr.offset = part->high_watermark();
@@ -117,7 +117,11 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
           break;
         }
       }
-      if (version == 0) pr.old_style_offsets = {pr.offset};
+      if (version == 0) {
+        pr.old_style_offsets = {pr.offset};
+        pr.offset = -1;
+        pr.timestamp = -1;
+      }
     }
   }
   co_return resp;

@@ -51,8 +51,9 @@ Status Partition::replay() {
   while (offset < end) {
     std::promise<Result<std::vector<storage::StreamRecord>>> p;
     auto f = p.get_future();
-    stream_->read(offset, end, 8 * storage::kMiB,
-                  [&p](Result<std::vector<storage::StreamRecord>> r) { p.set_value(std::move(r)); });
+    stream_->read(
+        offset, end, 8 * storage::kMiB,
+        [&p](Result<std::vector<storage::StreamRecord>> r) { p.set_value(std::move(r)); });
     auto r = f.get();
     if (!r.ok()) return std::move(r).error();
     if (r->empty()) break;
@@ -80,10 +81,10 @@ Status Partition::replay() {
         }
         index_batch(h, h.base_offset, max_ts, max_ts_offset);
         if (h.producer_id >= 0) {
-          ProducerBatch pb{h.base_sequence,
-                           static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) +
-                                                h.last_offset_delta),
-                           h.base_offset, h.last_offset(), max_ts};
+          ProducerBatch pb{
+              h.base_sequence,
+              static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) + h.last_offset_delta),
+              h.base_offset, h.last_offset(), max_ts};
           producers_.record(h.producer_id, h.producer_epoch, pb);
         }
       }
@@ -139,8 +140,8 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
       const protocol::BatchHeader& h = pb.batch.header();
       const int32_t last_seq =
           static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) + h.last_offset_delta);
-      ProducerCheck chk = producers_.check(h.producer_id, h.producer_epoch, h.base_sequence,
-                                           last_seq);
+      ProducerCheck chk =
+          producers_.check(h.producer_id, h.producer_epoch, h.base_sequence, last_seq);
       if (chk.error != ErrorCode::kNone) {
         out.error = chk.error;
         break;
@@ -191,9 +192,9 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
       const int64_t ts = log_append_time >= 0 ? log_append_time : pb.max_timestamp;
       const int64_t ts_offset = log_append_time >= 0 ? base : base + pb.max_timestamp_delta;
       index_batch(h, base, ts, ts_offset);
-      producers_.record(h.producer_id, h.producer_epoch,
-                        ProducerBatch{h.base_sequence, last_seq, base, base + h.last_offset_delta,
-                                      ts});
+      producers_.record(
+          h.producer_id, h.producer_epoch,
+          ProducerBatch{h.base_sequence, last_seq, base, base + h.last_offset_delta, ts});
     }
   }
   std::function<void()> fin;
@@ -237,8 +238,9 @@ void Partition::notify_waiters() {
 
 std::optional<int64_t> Partition::find_batch_by_timestamp(int64_t ts) const {
   std::lock_guard lock(mu_);
-  auto it = std::lower_bound(time_index_.begin(), time_index_.end(), ts,
-                             [](const TimeIndexEntry& e, int64_t t) { return e.max_timestamp < t; });
+  auto it =
+      std::lower_bound(time_index_.begin(), time_index_.end(), ts,
+                       [](const TimeIndexEntry& e, int64_t t) { return e.max_timestamp < t; });
   if (it == time_index_.end()) return std::nullopt;
   return it->base_offset;
 }

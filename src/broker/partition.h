@@ -42,7 +42,7 @@ struct FetchWaiter : std::enable_shared_from_this<FetchWaiter> {
 // A validated batch from a Produce request, ready to append.
 struct PreparedBatch {
   protocol::RecordBatch batch;
-  int64_t max_timestamp = -1;  // max record timestamp (CreateTime)
+  int64_t max_timestamp = -1;       // max record timestamp (CreateTime)
   int32_t max_timestamp_delta = 0;  // offset delta of the record holding it
 };
 

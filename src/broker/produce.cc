@@ -90,10 +90,22 @@ struct PartitionSlot {
   bool pending = false;
 };
 
+// Clears fields the response version cannot carry (the codec refuses non-defaults there).
+void fit_to_version(ProduceResponse& resp, int16_t version) {
+  for (auto& t : resp.responses) {
+    for (auto& p : t.partition_responses) {
+      if (version < 5) p.log_start_offset = -1;
+      if (version < 8) {
+        p.error_message = std::nullopt;
+        p.record_errors.clear();
+      }
+    }
+  }
+}
+
 }  // namespace
 
 asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, ProduceRequest req) {
-  (void)version;
   ProduceResponse resp;
   const bool valid_acks = req.acks == 0 || req.acks == 1 || req.acks == -1;
   auto latch = std::make_shared<CallbackLatch>();
@@ -139,7 +151,10 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       slots.push_back({&pr, result, st.pending});
     }
   }
-  if (req.acks == 0) co_return resp;
+  if (req.acks == 0) {
+    fit_to_version(resp, version);
+    co_return resp;
+  }
   co_await latch->wait();
   for (auto& s : slots) {
     if (s.pending && !s.result->ok() && s.resp->error_code == 0) {
@@ -148,6 +163,7 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       s.resp->base_offset = -1;
     }
   }
+  fit_to_version(resp, version);
   co_return resp;
 }
 

@@ -21,11 +21,11 @@ namespace {
 const std::vector<RoutedApi>& table() {
   static const std::vector<RoutedApi> apis = [] {
     std::vector<std::pair<ApiKey, int16_t>> mins = {
-        {ApiKey::kProduce, 3},         {ApiKey::kFetch, 4},
-        {ApiKey::kListOffsets, 1},     {ApiKey::kMetadata, 0},
-        {ApiKey::kApiVersions, 0},     {ApiKey::kCreateTopics, 2},
-        {ApiKey::kDeleteTopics, 1},    {ApiKey::kDeleteRecords, 0},
-        {ApiKey::kInitProducerId, 0},  {ApiKey::kOffsetForLeaderEpoch, 2},
+        {ApiKey::kProduce, 3},          {ApiKey::kFetch, 4},
+        {ApiKey::kListOffsets, 1},      {ApiKey::kMetadata, 0},
+        {ApiKey::kApiVersions, 0},      {ApiKey::kCreateTopics, 2},
+        {ApiKey::kDeleteTopics, 1},     {ApiKey::kDeleteRecords, 0},
+        {ApiKey::kInitProducerId, 0},   {ApiKey::kOffsetForLeaderEpoch, 2},
         {ApiKey::kCreatePartitions, 0},
     };
     std::vector<RoutedApi> out;
@@ -104,7 +104,8 @@ asio::awaitable<net::Response> RequestRouter::handle(const net::ConnectionInfo& 
     // KIP-511: answer a too-new ApiVersions with v0 and our ranges so the client can downgrade.
     RequestHeader v0 = h;
     v0.request_api_version = 0;
-    co_return reply(v0, api_versions(static_cast<int16_t>(protocol::ErrorCode::kUnsupportedVersion)));
+    co_return reply(v0,
+                    api_versions(static_cast<int16_t>(protocol::ErrorCode::kUnsupportedVersion)));
   }
   if (!hs.ok() || api == nullptr || h.request_api_version < api->min_version ||
       h.request_api_version > api->max_version) {
@@ -141,8 +142,7 @@ asio::awaitable<net::Response> RequestRouter::handle(const net::ConnectionInfo& 
       co_return co_await call<protocol::OffsetForLeaderEpochRequest>(
           b, h, r, handle_offset_for_leader_epoch);
     case ApiKey::kCreatePartitions:
-      co_return co_await call<protocol::CreatePartitionsRequest>(b, h, r,
-                                                                 handle_create_partitions);
+      co_return co_await call<protocol::CreatePartitionsRequest>(b, h, r, handle_create_partitions);
     default:
       co_return net::Response::close_connection();
   }

@@ -22,8 +22,7 @@ const std::vector<TopicConfigKey> kKeys = {
     {"local.retention.ms", T::kLong, "-2", "log.local.retention.ms", ""},
     {"max.compaction.lag.ms", T::kLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
      ""},
-    {"max.message.bytes", T::kInt, "1048588", "message.max.bytes",
-     "largest record batch accepted"},
+    {"max.message.bytes", T::kInt, "1048588", "message.max.bytes", "largest record batch accepted"},
     {"message.timestamp.after.max.ms", T::kLong, "3600000", "log.message.timestamp.after.max.ms",
      ""},
     {"message.timestamp.before.max.ms", T::kLong, "9223372036854775807",
@@ -52,8 +51,8 @@ bool parse_long(std::string_view s, int64_t& out) {
 Error invalid(std::string msg) { return Error::make(Errc::kInvalidArgument, std::move(msg)); }
 
 std::string bad_value(std::string_view name, std::string_view value, std::string_view why) {
-  return "Invalid value " + std::string(value) + " for configuration " + std::string(name) +
-         ": " + std::string(why);
+  return "Invalid value " + std::string(value) + " for configuration " + std::string(name) + ": " +
+         std::string(why);
 }
 
 }  // namespace
@@ -77,8 +76,8 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
     case T::kInt:
     case T::kLong:
       if (!parse_long(v, n) || (k->type == T::kInt && (n < INT32_MIN || n > INT32_MAX))) {
-        return invalid(bad_value(name, v, "Not a number of type " +
-                                              std::string(k->type == T::kInt ? "INT" : "LONG")));
+        return invalid(bad_value(
+            name, v, "Not a number of type " + std::string(k->type == T::kInt ? "INT" : "LONG")));
       }
       break;
     case T::kBool:
@@ -89,7 +88,8 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
     case T::kDouble: {
       char* end = nullptr;
       std::strtod(v.c_str(), &end);
-      if (v.empty() || *end != '\0') return invalid(bad_value(name, v, "Not a number of type DOUBLE"));
+      if (v.empty() || *end != '\0')
+        return invalid(bad_value(name, v, "Not a number of type DOUBLE"));
       break;
     }
     default:
@@ -99,7 +99,8 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
     size_t pos = 0;
     while (pos <= v.size()) {
       size_t comma = v.find(',', pos);
-      std::string item = v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      std::string item =
+          v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
       while (!item.empty() && item.front() == ' ') item.erase(item.begin());
       while (!item.empty() && item.back() == ' ') item.pop_back();
       if (item == "compact") return invalid("compacted topics are not supported yet");
@@ -152,7 +153,8 @@ TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& o
   s.retention_bytes = defaults.retention_bytes;
   s.max_message_bytes = defaults.max_message_bytes;
   int64_t n = 0;
-  if (auto it = overrides.find("retention.ms"); it != overrides.end() && parse_long(it->second, n)) {
+  if (auto it = overrides.find("retention.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
     s.retention_ms = n;
   }
   if (auto it = overrides.find("retention.bytes");

@@ -32,8 +32,8 @@ const TopicConfigKey* find_topic_config_key(std::string_view name);
 
 // Broker-wide values that topic defaults come from (server.properties).
 struct BrokerTopicDefaults {
-  int64_t retention_ms = 604800000;  // log.retention.ms
-  int64_t retention_bytes = -1;      // log.retention.bytes
+  int64_t retention_ms = 604800000;     // log.retention.ms
+  int64_t retention_bytes = -1;         // log.retention.bytes
   int32_t max_message_bytes = 1048588;  // message.max.bytes
   // Synonym keys the operator set explicitly (reported as STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_overrides;

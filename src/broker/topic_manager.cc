@@ -96,7 +96,8 @@ Result<StoredTopic> decode_topic(std::string_view text) {
     } else if (field == "stream") {
       int64_t id = 0;
       auto r = std::from_chars(rest.data(), rest.data() + rest.size(), id);
-      if (r.ec != std::errc()) return Error::make(Errc::kCorruption, "bad stream id in topic record");
+      if (r.ec != std::errc())
+        return Error::make(Errc::kCorruption, "bad stream id in topic record");
       st.streams.push_back(id);
     }
   }

@@ -12,15 +12,15 @@ using protocol::MetadataResponse;
 
 namespace {
 
-MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t) {
+MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t, int16_t version) {
   MetadataResponse::MetadataResponseTopic out;
   out.name = t.name;
-  out.topic_id = t.id;
+  if (version >= 10) out.topic_id = t.id;
   for (const auto& p : t.partitions) {
     auto& pr = out.partitions.emplace_back();
     pr.partition_index = p->index();
     pr.leader_id = b.node_id();
-    pr.leader_epoch = p->leader_epoch();
+    if (version >= 7) pr.leader_epoch = p->leader_epoch();
     pr.replica_nodes = {b.node_id()};
     pr.isr_nodes = {b.node_id()};
   }
@@ -40,13 +40,14 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
     if (!b.config().rack.empty()) br.rack = b.config().rack;
     break;  // one entry per node: the first advertised listener
   }
-  resp.cluster_id = b.config().cluster_id;
+  if (version >= 2) resp.cluster_id = b.config().cluster_id;
   resp.controller_id = b.node_id();
   if (!req.topics) {
-    for (const auto& t : b.topics().list()) resp.topics.push_back(describe(b, *t));
+    for (const auto& t : b.topics().list()) resp.topics.push_back(describe(b, *t, version));
     co_return resp;
   }
-  const bool may_create = b.config().auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+  const bool may_create =
+      b.config().auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
   for (auto& rt : *req.topics) {
     TopicPtr t;
     if (rt.name) {
@@ -56,7 +57,7 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
       if (!t) {
         auto& tr = resp.topics.emplace_back();
         tr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicId);
-        tr.name = std::nullopt;
+        tr.name = std::nullopt;  // only v10+ requests can name topics by id
         tr.topic_id = rt.topic_id;
         continue;
       }
@@ -94,7 +95,7 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
         continue;
       }
     }
-    resp.topics.push_back(describe(b, *t));
+    resp.topics.push_back(describe(b, *t, version));
   }
   co_return resp;
 }

@@ -5,9 +5,9 @@
 namespace shale::broker::testing {
 
 void BrokerTest::SetUp() {
-  dir_ = std::filesystem::temp_directory_path() /
-         ("shale_broker_test_" + std::to_string(::getpid()) + "_" +
-          std::to_string(std::random_device{}()));
+  dir_ =
+      std::filesystem::temp_directory_path() / ("shale_broker_test_" + std::to_string(::getpid()) +
+                                                "_" + std::to_string(std::random_device{}()));
   std::filesystem::create_directories(dir_);
   disk_ = std::make_shared<FakeDisk>();
   cfg_.cluster_id = "test-cluster-id-00000";
@@ -90,8 +90,7 @@ protocol::ProduceResponse BrokerTest::produce(const std::string& topic, int32_t 
 }
 
 protocol::FetchResponse BrokerTest::fetch(const std::string& topic, int32_t partition,
-                                          int64_t offset, int32_t max_wait_ms,
-                                          int32_t min_bytes) {
+                                          int64_t offset, int32_t max_wait_ms, int32_t min_bytes) {
   protocol::FetchRequest req;
   req.max_wait_ms = max_wait_ms;
   req.min_bytes = min_bytes;

@@ -8,11 +8,11 @@
 #include <memory>
 #include <thread>
 
+#include <gtest/gtest.h>
 #include <asio/co_spawn.hpp>
 #include <asio/executor_work_guard.hpp>
 #include <asio/io_context.hpp>
 #include <asio/use_future.hpp>
-#include <gtest/gtest.h>
 
 #include "broker/broker.h"
 #include "broker/handlers.h"

@@ -132,8 +132,8 @@ TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {
 
 TEST_P(BothEngines, IdempotentProducerDuplicatesAndSequenceErrors) {
   create_topic("idem", 1);
-  auto init = run(handle_init_producer_id(*broker_, 4, protocol::InitProducerIdRequest{
-                                                           std::nullopt, 60000, -1, -1}));
+  auto init = run(handle_init_producer_id(
+      *broker_, 4, protocol::InitProducerIdRequest{std::nullopt, 60000, -1, -1}));
   ASSERT_EQ(init.error_code, 0);
   const int64_t pid = init.producer_id;
   EXPECT_GE(pid, 0);
@@ -163,8 +163,8 @@ TEST_P(BothEngines, IdempotentProducerDuplicatesAndSequenceErrors) {
   EXPECT_EQ(stale.responses[0].partition_responses[0].error_code,
             code(ErrorCode::kInvalidProducerEpoch));
   // Producer ids are never reused, even across restarts.
-  auto init2 = run(handle_init_producer_id(*broker_, 4, protocol::InitProducerIdRequest{
-                                                            std::nullopt, 60000, -1, -1}));
+  auto init2 = run(handle_init_producer_id(
+      *broker_, 4, protocol::InitProducerIdRequest{std::nullopt, 60000, -1, -1}));
   EXPECT_GT(init2.producer_id, pid);
 }
 
