@@ -19,6 +19,10 @@
 #include "protocol/generated/delete_records_response.h"
 #include "protocol/generated/delete_topics_request.h"
 #include "protocol/generated/delete_topics_response.h"
+#include "protocol/generated/describe_cluster_request.h"
+#include "protocol/generated/describe_cluster_response.h"
+#include "protocol/generated/describe_configs_request.h"
+#include "protocol/generated/describe_configs_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/init_producer_id_request.h"
@@ -56,6 +60,11 @@ asio::awaitable<protocol::CreatePartitionsResponse> handle_create_partitions(
     Broker& b, int16_t version, protocol::CreatePartitionsRequest req);
 asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
     Broker& b, int16_t version, protocol::InitProducerIdRequest req);
+
+asio::awaitable<protocol::DescribeConfigsResponse> handle_describe_configs(
+    Broker& b, int16_t version, protocol::DescribeConfigsRequest req);
+asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
+    Broker& b, int16_t version, protocol::DescribeClusterRequest req);
 
 // Current time in ms since the epoch (LogAppendTime).
 int64_t now_ms();

@@ -26,7 +26,8 @@ const std::vector<RoutedApi>& table() {
         {ApiKey::kApiVersions, 0},      {ApiKey::kCreateTopics, 2},
         {ApiKey::kDeleteTopics, 1},     {ApiKey::kDeleteRecords, 0},
         {ApiKey::kInitProducerId, 0},   {ApiKey::kOffsetForLeaderEpoch, 2},
-        {ApiKey::kCreatePartitions, 0},
+        {ApiKey::kCreatePartitions, 0}, {ApiKey::kDescribeConfigs, 1},
+        {ApiKey::kDescribeCluster, 0},
     };
     std::vector<RoutedApi> out;
     for (auto [key, min] : mins) {
@@ -143,6 +144,10 @@ asio::awaitable<net::Response> RequestRouter::handle(const net::ConnectionInfo& 
           b, h, r, handle_offset_for_leader_epoch);
     case ApiKey::kCreatePartitions:
       co_return co_await call<protocol::CreatePartitionsRequest>(b, h, r, handle_create_partitions);
+    case ApiKey::kDescribeConfigs:
+      co_return co_await call<protocol::DescribeConfigsRequest>(b, h, r, handle_describe_configs);
+    case ApiKey::kDescribeCluster:
+      co_return co_await call<protocol::DescribeClusterRequest>(b, h, r, handle_describe_cluster);
     default:
       co_return net::Response::close_connection();
   }

@@ -135,6 +135,18 @@ TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
             return r;
           })),
       0);
+  EXPECT_GT((every_version<protocol::DescribeConfigsRequest, protocol::DescribeConfigsResponse>(
+                [](int16_t) {
+                  protocol::DescribeConfigsRequest r;
+                  r.include_synonyms = true;
+                  r.resources.push_back({2, "t", std::nullopt});
+                  r.resources.push_back({4, "1", std::nullopt});
+                  return r;
+                })),
+            0);
+  EXPECT_GT((every_version<protocol::DescribeClusterRequest, protocol::DescribeClusterResponse>(
+                [](int16_t) { return protocol::DescribeClusterRequest{}; })),
+            0);
   int grow = 1;
   EXPECT_GT((every_version<protocol::CreatePartitionsRequest, protocol::CreatePartitionsResponse>(
                 [&](int16_t) {

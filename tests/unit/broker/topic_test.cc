@@ -145,6 +145,29 @@ TEST_P(BothEngines, CreatePartitionsGrowsOnly) {
   EXPECT_EQ(broker_->topics().find("g")->partitions.size(), 3u);
 }
 
+TEST_P(BothEngines, DescribeConfigsReportsSourcesAndSynonyms) {
+  create_topic("dc", 1, {{"retention.ms", "1234"}});
+  protocol::DescribeConfigsRequest req;
+  req.include_synonyms = true;
+  req.resources.push_back({2, "dc", std::vector<std::string>{"retention.ms", "segment.bytes"}});
+  req.resources.push_back({2, "nope", std::nullopt});
+  req.resources.push_back({4, "7", std::nullopt});
+  auto r = run(handle_describe_configs(*broker_, 4, std::move(req)));
+  ASSERT_EQ(r.results.size(), 3u);
+  ASSERT_EQ(r.results[0].configs.size(), 2u);
+  const auto& ret = r.results[0].configs[0];
+  EXPECT_EQ(ret.name, "retention.ms");
+  EXPECT_EQ(ret.value, "1234");
+  EXPECT_EQ(ret.config_source, 1);  // TOPIC_CONFIG
+  ASSERT_EQ(ret.synonyms.size(), 2u);
+  EXPECT_EQ(ret.synonyms[1].name, "log.retention.ms");
+  EXPECT_EQ(ret.synonyms[1].value, "604800000");
+  EXPECT_EQ(ret.synonyms[1].source, 5);  // DEFAULT_CONFIG
+  EXPECT_EQ(r.results[0].configs[1].config_source, 5);
+  EXPECT_EQ(r.results[1].error_code, code(ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_EQ(r.results[2].error_code, code(ErrorCode::kInvalidRequest));  // not this node
+}
+
 TEST_P(BothEngines, MetadataListsTopicsAndAutoCreates) {
   create_topic("m", 2);
   protocol::MetadataRequest all;
