@@ -18,10 +18,15 @@
 #include "app/command.h"
 #include "app/config.h"
 #include "base/log.h"
+#include "broker/broker.h"
 #include "broker/api_versions.h"
+#include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
-#include "broker/metadata.h"
+#include "broker/group_service.h"
+#include "meta/sqlite_meta_store.h"
 #include "net/server.h"
+#include "objstore/factory.h"
+#include "storage/engine.h"
 
 namespace shale::app {
 namespace {
@@ -37,27 +42,6 @@ uint64_t physical_memory() {
   long page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
-}
-
-// This single node is broker and controller. An advertised port of 0 (a listener on port 0, as
-// in tests) becomes the port actually bound.
-broker::ClusterView cluster_view(const Config& cfg, const std::string& cluster_id,
-                                 const std::vector<asio::ip::tcp::endpoint>& bound) {
-  broker::ClusterView view;
-  view.cluster_id = cluster_id;
-  view.controller_id = cfg.get_int("node.id");
-  broker::BrokerInfo self;
-  self.node_id = cfg.get_int("node.id");
-  auto listeners = cfg.listeners();
-  for (const Listener& a : cfg.advertised_listeners()) {
-    int32_t port = a.port;
-    for (size_t i = 0; i < listeners.size() && i < bound.size(); ++i) {
-      if (port == 0 && listeners[i].name == a.name) port = bound[i].port();
-    }
-    self.endpoints.push_back({a.name, a.host, port});
-  }
-  view.brokers.push_back(std::move(self));
-  return view;
 }
 
 int fail(const std::string& msg, int code = 1) {
@@ -136,22 +120,91 @@ int serve_main(int argc, char** argv) {
       static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
   opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
 
+  // Storage and the broker context, before any listener opens. Their blocking start-up (WAL
+  // recovery, topic loading) happens here, on the main thread.
+  auto meta = meta::SqliteMetaStore::open({(data_dir / "meta.db").string()});
+  if (!meta.ok()) return fail("metadata store: " + meta.error().to_string());
+  auto buckets = cfg.get_list("s3.data.buckets");
+  if (buckets.empty()) return fail("configuration key 's3.data.buckets' is empty");
+  auto store = objstore::open_object_store(buckets.front());
+  if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
+  storage::EngineOptions eo;
+  eo.node_id = cfg.get_int("node.id");
+  eo.wal_path = cfg.get_string("s3.wal.path");
+  eo.wal_capacity = static_cast<uint64_t>(cfg.get_long("s3.wal.capacity"));
+  eo.log_cache_size = static_cast<uint64_t>(cfg.get_long("s3.wal.cache.size"));
+  eo.block_cache_size = static_cast<uint64_t>(cfg.get_long("s3.block.cache.size"));
+  eo.upload_threshold = static_cast<uint64_t>(cfg.get_long("s3.wal.upload.threshold"));
+  eo.upload_interval_ms = cfg.get_long("s3.wal.upload.interval.ms");
+  auto engine = storage::Engine::open(eo, store->get(), meta->get());
+  if (!engine.ok()) return fail("storage engine: " + engine.error().to_string());
+
+  broker::BrokerConfig bc;
+  bc.node_id = cfg.get_int("node.id");
+  bc.cluster_id = *cluster_id;
+  bc.endpoints.clear();
+  for (const auto& l : cfg.advertised_listeners()) {
+    bc.endpoints.push_back({l.name, l.host, l.port});
+  }
+  bc.num_partitions = cfg.get_int("num.partitions");
+  bc.default_replication_factor = static_cast<int16_t>(cfg.get_int("default.replication.factor"));
+  bc.auto_create_topics = cfg.get_bool("auto.create.topics.enable");
+  bc.topic_defaults.retention_ms = cfg.get_long("log.retention.ms");
+  bc.topic_defaults.retention_bytes = cfg.get_long("log.retention.bytes");
+  bc.topic_defaults.max_message_bytes = cfg.get_int("message.max.bytes");
+  for (const char* k : {"log.retention.ms", "log.retention.bytes", "message.max.bytes"}) {
+    if (cfg.is_set(k)) {
+      bc.topic_defaults.static_overrides[k] = k == std::string("message.max.bytes")
+                                                  ? std::to_string(cfg.get_int(k))
+                                                  : std::to_string(cfg.get_long(k));
+    }
+  }
+  broker::Broker broker(bc, engine->get(), meta->get());
+  if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
+
   // The dispatcher and what it refers to outlive the pool (see net/frame_handler.h).
-  broker::ClusterView cluster;
-  broker::NoTopics topics;  // the topic registry plugs in here
   broker::Dispatcher dispatcher;
+  broker::register_api_versions(dispatcher);
+  broker::register_broker_handlers(dispatcher, broker);
   net::ShardPool pool(static_cast<size_t>(cfg.get_int("num.network.threads")));
   net::Server server(opts, pool, dispatcher);
   if (auto st = server.bind(); !st.ok()) {
     return fail("configuration key 'listeners': " + st.error().message);
   }
-  cluster = cluster_view(cfg, *cluster_id, server.local_endpoints());
-  broker::register_api_versions(dispatcher);
-  broker::register_metadata(dispatcher, cluster, topics);
+  auto eps = server.local_endpoints();
+  {
+    // Listeners configured with port 0 (tests) advertise the port they were given.
+    auto adv = bc.endpoints;
+    const auto listeners = cfg.listeners();
+    for (auto& a : adv) {
+      for (size_t i = 0; i < listeners.size() && i < eps.size(); ++i) {
+        if (listeners[i].name == a.listener && a.port == 0) a.port = eps[i].port();
+      }
+    }
+    broker.set_endpoints(std::move(adv));
+  }
+  // Consumer groups: the coordinator answers for this node at its first advertised endpoint.
+  broker::GroupServiceConfig gcfg;
+  gcfg.coordinator.node_id = cfg.get_int("node.id");
+  gcfg.meta_root = bc.ns + "/groups/";
+  {
+    const auto& eps0 = broker.config().endpoints;
+    if (!eps0.empty()) {
+      gcfg.coordinator.host = eps0.front().host;
+      gcfg.coordinator.port = eps0.front().port;
+    }
+  }
+  broker::GroupService groups(gcfg, &broker.meta(), broker.workers(),
+                              [bp = &broker](std::string_view t, int32_t p) {
+                                return bp->partition_exists(t, p);
+                              });
+  if (auto st = groups.start(); !st.ok()) {
+    return fail("loading consumer groups: " + st.error().to_string());
+  }
+  broker::register_group_handlers(dispatcher, groups.handlers());
   pool.start();
   server.start();
 
-  auto eps = server.local_endpoints();
   std::string where = host_port(eps.at(0));
   std::string try_addr = where;
   if (eps[0].address().is_unspecified()) try_addr = "127.0.0.1:" + std::to_string(eps[0].port());
@@ -167,6 +220,9 @@ int serve_main(int argc, char** argv) {
   spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
   server.stop();
   pool.stop(opts.shutdown_drain_ms);
+  groups.stop();
+  broker.stop();
+  (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
   spdlog::info("stopped");
   return 0;
 }

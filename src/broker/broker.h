@@ -1,0 +1,96 @@
+// Broker: the context every Kafka API handler works on — configuration, node and cluster id,
+// the storage Engine, the MetaStore, the TopicManager (topics, partitions, producer state),
+// producer-id allocation, fetch sessions and the worker pool for blocking calls.
+//
+// Threads: the Broker is shared by all shards. Handlers run on shards (asio coroutines) and
+// must never block there: blocking Engine/MetaStore calls go through blocking(), which runs
+// them on the worker pool and resumes the coroutine on its shard. Engine callbacks run on
+// engine threads and are turned into shard resumptions by await_callback (async.h).
+// Lifetime: start() (blocking) before serving; stop() after the network server has stopped
+// and before the Engine shuts down. The Engine and MetaStore must outlive the Broker.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <asio/awaitable.hpp>
+#include <asio/thread_pool.hpp>
+
+#include "broker/async.h"
+#include "broker/fetch_session.h"
+#include "broker/producer_ids.h"
+#include "broker/topic_config.h"
+#include "broker/topic_manager.h"
+
+namespace shale::broker {
+
+struct AdvertisedEndpoint {
+  std::string listener = "PLAINTEXT";
+  std::string host = "127.0.0.1";
+  int32_t port = 9092;
+};
+
+struct BrokerConfig {
+  int32_t node_id = 0;
+  std::string cluster_id;
+  std::string ns = "shale";  // MetaStore key namespace
+  std::vector<AdvertisedEndpoint> endpoints{AdvertisedEndpoint{}};
+  std::string rack;
+  int32_t num_partitions = 1;  // num.partitions
+  int16_t default_replication_factor =
+      1;                           // default.replication.factor (accepted; storage is shared)
+  bool auto_create_topics = true;  // auto.create.topics.enable
+  BrokerTopicDefaults topic_defaults;
+  int worker_threads = 4;
+  size_t max_fetch_sessions = 1000;  // max.incremental.fetch.session.cache.slots
+};
+
+class Broker {
+ public:
+  Broker(BrokerConfig cfg, storage::Engine* engine, meta::MetaStore* meta);
+  ~Broker();
+  Broker(const Broker&) = delete;
+  Broker& operator=(const Broker&) = delete;
+
+  // Blocking: loads the topics and opens their partitions.
+  Status start();
+  // Waits for queued blocking work and joins the worker pool. Idempotent.
+  void stop();
+
+  const BrokerConfig& config() const { return cfg_; }
+  // Replaces the advertised endpoints once the listeners are bound (a configured port 0
+  // becomes the real port). Call before the server starts; not thread-safe.
+  void set_endpoints(std::vector<AdvertisedEndpoint> eps) { cfg_.endpoints = std::move(eps); }
+  int32_t node_id() const { return cfg_.node_id; }
+  storage::Engine& engine() { return *engine_; }
+  meta::MetaStore& meta() { return *meta_; }
+  TopicManager& topics() { return topics_; }
+  ProducerIdManager& producer_ids() { return producer_ids_; }
+  FetchSessionCache& fetch_sessions() { return sessions_; }
+  asio::thread_pool& workers() { return workers_; }
+
+  // For the group APIs (OffsetCommit): does this topic-partition exist?
+  bool partition_exists(std::string_view topic, int32_t partition) const {
+    return topics_.partition(topic, partition) != nullptr;
+  }
+
+  // Runs fn() on the worker pool (it may block) and resumes the caller on its executor.
+  template <typename F>
+  asio::awaitable<std::invoke_result_t<F>> blocking(F fn) {
+    return run_blocking(workers_, std::move(fn));
+  }
+
+ private:
+  BrokerConfig cfg_;
+  storage::Engine* engine_;
+  meta::MetaStore* meta_;
+  TopicManager topics_;
+  ProducerIdManager producer_ids_;
+  FetchSessionCache sessions_;
+  asio::thread_pool workers_;
+  bool stopped_ = false;
+};
+
+}  // namespace shale::broker

@@ -1,0 +1,54 @@
+#include "broker/broker_handlers.h"
+
+#include <utility>
+
+#include "broker/handlers.h"
+
+namespace shale::broker {
+namespace {
+
+// Adapts a handler of handlers.h (request by value, response always produced) to the
+// dispatcher's signature. Only plain pointers are captured: the lambdas live in the dispatcher
+// for the life of the process, and GCC 12 mishandles non-trivial captures across co_await.
+template <typename Req, typename Resp>
+void add(Dispatcher& d, Broker& b, int16_t min_version,
+         asio::awaitable<Resp> (*fn)(Broker&, int16_t, Req)) {
+  Broker* bp = &b;
+  d.add<Req, Resp>(min_version, Req::kMaxVersion,
+                   [bp, fn](const RequestContext& ctx,
+                            Req& req) -> asio::awaitable<std::optional<Resp>> {
+                     Resp resp = co_await fn(*bp, ctx.version(), std::move(req));
+                     co_return std::optional<Resp>(std::move(resp));
+                   });
+}
+
+}  // namespace
+
+void register_broker_handlers(Dispatcher& d, Broker& b) {
+  using namespace protocol;  // NOLINT: message types only
+  Broker* bp = &b;
+  // Produce: acks=0 gets no response, but the appends still happen.
+  d.add<ProduceRequest, ProduceResponse>(
+      3, ProduceRequest::kMaxVersion,
+      [bp](const RequestContext& ctx,
+           ProduceRequest& req) -> asio::awaitable<std::optional<ProduceResponse>> {
+        const bool no_response = req.acks == 0;
+        ProduceResponse resp = co_await handle_produce(*bp, ctx.version(), std::move(req));
+        if (no_response) co_return std::nullopt;
+        co_return std::optional<ProduceResponse>(std::move(resp));
+      });
+  add<FetchRequest, FetchResponse>(d, b, 4, &handle_fetch);
+  add<ListOffsetsRequest, ListOffsetsResponse>(d, b, 1, &handle_list_offsets);
+  add<MetadataRequest, MetadataResponse>(d, b, 0, &handle_metadata);
+  add<CreateTopicsRequest, CreateTopicsResponse>(d, b, 2, &handle_create_topics);
+  add<DeleteTopicsRequest, DeleteTopicsResponse>(d, b, 1, &handle_delete_topics);
+  add<DeleteRecordsRequest, DeleteRecordsResponse>(d, b, 0, &handle_delete_records);
+  add<InitProducerIdRequest, InitProducerIdResponse>(d, b, 0, &handle_init_producer_id);
+  add<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(
+      d, b, 2, &handle_offset_for_leader_epoch);
+  add<CreatePartitionsRequest, CreatePartitionsResponse>(d, b, 0, &handle_create_partitions);
+  add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
+  add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
+}
+
+}  // namespace shale::broker

@@ -1,0 +1,72 @@
+// The Kafka API handlers of the data path and the admin APIs. Each takes the decoded request
+// and returns the response to encode; the dispatcher owns decoding, encoding and routing, and
+// advertises an API in ApiVersions only when it has a handler here (register_broker_handlers).
+//
+// Threads: every handler is a coroutine started on the connection's shard. Blocking work runs
+// on Broker::blocking(); engine callbacks resume the coroutine on its shard. Requests are taken
+// by value (moved in) because handlers keep slices of them (record batches) past suspension.
+// Errors: each handler maps internal errors to Kafka error codes in one place.
+#pragma once
+
+#include <asio/awaitable.hpp>
+
+#include "broker/broker.h"
+#include "protocol/generated/create_partitions_request.h"
+#include "protocol/generated/create_partitions_response.h"
+#include "protocol/generated/create_topics_request.h"
+#include "protocol/generated/create_topics_response.h"
+#include "protocol/generated/delete_records_request.h"
+#include "protocol/generated/delete_records_response.h"
+#include "protocol/generated/delete_topics_request.h"
+#include "protocol/generated/delete_topics_response.h"
+#include "protocol/generated/describe_cluster_request.h"
+#include "protocol/generated/describe_cluster_response.h"
+#include "protocol/generated/describe_configs_request.h"
+#include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/fetch_request.h"
+#include "protocol/generated/fetch_response.h"
+#include "protocol/generated/init_producer_id_request.h"
+#include "protocol/generated/init_producer_id_response.h"
+#include "protocol/generated/list_offsets_request.h"
+#include "protocol/generated/list_offsets_response.h"
+#include "protocol/generated/metadata_request.h"
+#include "protocol/generated/metadata_response.h"
+#include "protocol/generated/offset_for_leader_epoch_request.h"
+#include "protocol/generated/offset_for_leader_epoch_response.h"
+#include "protocol/generated/produce_request.h"
+#include "protocol/generated/produce_response.h"
+
+namespace shale::broker {
+
+// Produce v3+. For acks=0 the caller sends no response (the returned one is discarded), but
+// the appends still happen.
+asio::awaitable<protocol::ProduceResponse> handle_produce(Broker& b, int16_t version,
+                                                          protocol::ProduceRequest req);
+asio::awaitable<protocol::FetchResponse> handle_fetch(Broker& b, int16_t version,
+                                                      protocol::FetchRequest req);
+asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
+    Broker& b, int16_t version, protocol::ListOffsetsRequest req);
+asio::awaitable<protocol::OffsetForLeaderEpochResponse> handle_offset_for_leader_epoch(
+    Broker& b, int16_t version, protocol::OffsetForLeaderEpochRequest req);
+asio::awaitable<protocol::DeleteRecordsResponse> handle_delete_records(
+    Broker& b, int16_t version, protocol::DeleteRecordsRequest req);
+asio::awaitable<protocol::MetadataResponse> handle_metadata(Broker& b, int16_t version,
+                                                            protocol::MetadataRequest req);
+asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
+    Broker& b, int16_t version, protocol::CreateTopicsRequest req);
+asio::awaitable<protocol::DeleteTopicsResponse> handle_delete_topics(
+    Broker& b, int16_t version, protocol::DeleteTopicsRequest req);
+asio::awaitable<protocol::CreatePartitionsResponse> handle_create_partitions(
+    Broker& b, int16_t version, protocol::CreatePartitionsRequest req);
+asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
+    Broker& b, int16_t version, protocol::InitProducerIdRequest req);
+
+asio::awaitable<protocol::DescribeConfigsResponse> handle_describe_configs(
+    Broker& b, int16_t version, protocol::DescribeConfigsRequest req);
+asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
+    Broker& b, int16_t version, protocol::DescribeClusterRequest req);
+
+// Current time in ms since the epoch (LogAppendTime).
+int64_t now_ms();
+
+}  // namespace shale::broker

@@ -1,0 +1,258 @@
+#include "broker/partition.h"
+
+#include <algorithm>
+#include <future>
+
+#include <asio/post.hpp>
+
+namespace shale::broker {
+
+using protocol::ErrorCode;
+
+void FetchWaiter::wake() {
+  if (notified.exchange(true)) return;
+  asio::post(timer.get_executor(), [self = shared_from_this()] { self->timer.cancel(); });
+}
+
+ErrorCode storage_error_code(const Error& e) {
+  switch (e.code) {
+    case Errc::kUnavailable:
+    case Errc::kNoSpace:
+    case Errc::kTimeout:
+      return ErrorCode::kRequestTimedOut;
+    case Errc::kFenced:
+    case Errc::kShutdown:
+      return ErrorCode::kNotLeaderOrFollower;
+    case Errc::kIoError:
+      return ErrorCode::kKafkaStorageError;
+    case Errc::kOutOfRange:
+      return ErrorCode::kOffsetOutOfRange;
+    case Errc::kNotFound:
+      return ErrorCode::kUnknownTopicOrPartition;
+    default:
+      return ErrorCode::kUnknownServerError;
+  }
+}
+
+Status Partition::open(storage::Engine& engine) {
+  auto s = engine.open_stream(stream_id_);
+  if (!s.ok()) return std::move(s).error();
+  stream_ = *s;
+  return replay();
+}
+
+// Reads the whole stream once, feeding every batch header to the producer state and the time
+// index. Batches are stored exactly as appended, so this reproduces the state the broker had
+// when it acknowledged them.
+Status Partition::replay() {
+  int64_t offset = stream_->start_offset();
+  const int64_t end = stream_->end_offset();
+  std::lock_guard lock(mu_);
+  while (offset < end) {
+    std::promise<Result<std::vector<storage::StreamRecord>>> p;
+    auto f = p.get_future();
+    stream_->read(
+        offset, end, 8 * storage::kMiB,
+        [&p](Result<std::vector<storage::StreamRecord>> r) { p.set_value(std::move(r)); });
+    auto r = f.get();
+    if (!r.ok()) return std::move(r).error();
+    if (r->empty()) break;
+    for (const auto& rec : *r) {
+      if (rec.end_offset() <= offset) continue;
+      protocol::BatchReader reader(rec.payload, false, false);
+      while (true) {
+        auto b = reader.next();
+        if (!b.ok()) return std::move(b).error();
+        if (!b->has_value()) break;
+        const protocol::RecordBatch& batch = **b;
+        const auto& h = batch.header();
+        int64_t max_ts = h.max_timestamp;
+        int64_t max_ts_offset = h.base_offset;
+        if (max_ts > max_ts_ && h.timestamp_type() == protocol::TimestampType::kCreateTime) {
+          // Only a new maximum needs the exact record; find it.
+          int64_t best = -1;
+          (void)batch.for_each_record([&](const protocol::RecordView& v) {
+            int64_t ts = h.base_timestamp + v.timestamp_delta;
+            if (ts > best) {
+              best = ts;
+              max_ts_offset = h.base_offset + v.offset_delta;
+            }
+          });
+        }
+        index_batch(h, h.base_offset, max_ts, max_ts_offset);
+        if (h.producer_id >= 0) {
+          ProducerBatch pb{
+              h.base_sequence,
+              static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) + h.last_offset_delta),
+              h.base_offset, h.last_offset(), max_ts};
+          producers_.record(h.producer_id, h.producer_epoch, pb);
+        }
+      }
+      offset = rec.end_offset();
+    }
+  }
+  return ok_status();
+}
+
+void Partition::index_batch(const protocol::BatchHeader& h, int64_t base, int64_t max_ts,
+                            int64_t max_ts_offset) {
+  (void)h;
+  if (max_ts > max_ts_ || max_ts_offset < 0) {
+    if (max_ts > max_ts_) {
+      max_ts_ = max_ts;
+      max_ts_offset_ = max_ts_offset;
+      time_index_.push_back({max_ts, base});
+    }
+  }
+}
+
+namespace {
+
+// Joins the callbacks of the appends issued for one partition of one request.
+struct AppendTracker {
+  std::mutex m;
+  int pending = 0;
+  bool sealed = false;
+  bool finished = false;
+  std::optional<Error> error;
+  std::function<void(Status)> done;
+
+  // Called with m held; returns the callback to run (outside the lock) if everything is in.
+  std::function<void()> maybe_finish() {
+    if (!sealed || pending > 0 || finished) return {};
+    finished = true;
+    Status st = error ? Status(*error) : ok_status();
+    return [d = std::move(done), st = std::move(st)]() mutable { d(std::move(st)); };
+  }
+};
+
+}  // namespace
+
+AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_append_time,
+                              std::function<void(Status)> done) {
+  AppendStart out;
+  out.log_append_time = log_append_time;
+  auto tracker = std::make_shared<AppendTracker>();
+  tracker->done = std::move(done);
+  {
+    std::lock_guard lock(mu_);
+    for (auto& pb : batches) {
+      const protocol::BatchHeader& h = pb.batch.header();
+      const int32_t last_seq =
+          static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) + h.last_offset_delta);
+      ProducerCheck chk =
+          producers_.check(h.producer_id, h.producer_epoch, h.base_sequence, last_seq);
+      if (chk.error != ErrorCode::kNone) {
+        out.error = chk.error;
+        break;
+      }
+      if (chk.duplicate) {
+        if (out.base_offset < 0) out.base_offset = chk.duplicate->first_offset;
+        continue;
+      }
+      const int64_t base = stream_->next_offset();
+      protocol::RecordBatch::Rewrite rw;
+      rw.base_offset = base;
+      rw.partition_leader_epoch = leader_epoch();
+      if (log_append_time >= 0) rw.log_append_time = log_append_time;
+      // The request frame is ours alone (the server read it into a fresh buffer and nothing
+      // else references it), so the 61-byte header is rewritten in place: no record copies.
+      auto* header = const_cast<uint8_t*>(pb.batch.bytes().data());
+      pb.batch.rewrite_header(rw, header);
+      const auto count = static_cast<uint32_t>(h.last_offset_delta + 1);
+      {
+        std::lock_guard tl(tracker->m);
+        tracker->pending++;
+      }
+      stream_->append(base, count, pb.batch.bytes(),
+                      [this, tracker](Result<storage::AppendResult> r) {
+                        std::function<void()> fin;
+                        {
+                          std::lock_guard tl(tracker->m);
+                          tracker->pending--;
+                          if (!r.ok() && !tracker->error) tracker->error = r.error();
+                          fin = tracker->maybe_finish();
+                        }
+                        if (r.ok()) notify_waiters();
+                        if (fin) fin();
+                      });
+      bool failed_now = false;
+      {
+        std::lock_guard tl(tracker->m);
+        failed_now = tracker->error.has_value();
+      }
+      if (failed_now) {
+        // Refused at once (back-pressure): nothing was stored, so no state changes.
+        std::lock_guard tl(tracker->m);
+        out.error = storage_error_code(*tracker->error);
+        out.message = tracker->error->message;
+        break;
+      }
+      if (out.base_offset < 0) out.base_offset = base;
+      const int64_t ts = log_append_time >= 0 ? log_append_time : pb.max_timestamp;
+      const int64_t ts_offset = log_append_time >= 0 ? base : base + pb.max_timestamp_delta;
+      index_batch(h, base, ts, ts_offset);
+      producers_.record(
+          h.producer_id, h.producer_epoch,
+          ProducerBatch{h.base_sequence, last_seq, base, base + h.last_offset_delta, ts});
+    }
+  }
+  std::function<void()> fin;
+  {
+    std::lock_guard tl(tracker->m);
+    tracker->sealed = true;
+    out.pending = tracker->pending > 0 || tracker->finished;
+    if (out.error != ErrorCode::kNone && tracker->pending == 0) {
+      // Nothing in flight: report the error directly, no callback.
+      tracker->finished = true;
+      out.pending = false;
+    } else if (out.pending) {
+      fin = tracker->maybe_finish();
+    } else {
+      tracker->finished = true;  // only duplicates: nothing to wait for
+    }
+  }
+  if (fin) fin();
+  return out;
+}
+
+void Partition::read(int64_t offset, size_t max_bytes, storage::ReadCallback done) {
+  stream_->read(offset, stream_->end_offset(), max_bytes, std::move(done));
+}
+
+void Partition::add_waiter(const std::shared_ptr<FetchWaiter>& w) {
+  std::lock_guard lock(waiters_mu_);
+  waiters_.push_back(w);
+}
+
+void Partition::notify_waiters() {
+  std::vector<std::weak_ptr<FetchWaiter>> ws;
+  {
+    std::lock_guard lock(waiters_mu_);
+    ws.swap(waiters_);
+  }
+  for (auto& w : ws) {
+    if (auto s = w.lock()) s->wake();
+  }
+}
+
+std::optional<int64_t> Partition::find_batch_by_timestamp(int64_t ts) const {
+  std::lock_guard lock(mu_);
+  auto it =
+      std::lower_bound(time_index_.begin(), time_index_.end(), ts,
+                       [](const TimeIndexEntry& e, int64_t t) { return e.max_timestamp < t; });
+  if (it == time_index_.end()) return std::nullopt;
+  return it->base_offset;
+}
+
+std::pair<int64_t, int64_t> Partition::max_timestamp() const {
+  std::lock_guard lock(mu_);
+  return {max_ts_, max_ts_offset_};
+}
+
+size_t Partition::producer_count() const {
+  std::lock_guard lock(mu_);
+  return producers_.size();
+}
+
+}  // namespace shale::broker

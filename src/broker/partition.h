@@ -1,0 +1,124 @@
+// One Kafka partition on this broker: its data stream (storage::Stream, one stream offset per
+// Kafka record, one stream record per Kafka record batch), the idempotent-producer state, a
+// sparse time index, and the fetch requests waiting for new data.
+//
+// Threads: a Partition is shared by every shard. mu_ guards the producer state, the time index
+// and the order of appends (next_offset() is read and the append issued under it, so offsets
+// are assigned in one order whichever shard produces). waiters_mu_ guards the waiter list only;
+// it is separate because append callbacks (which wake waiters) may run inline while mu_ is held.
+// open() blocks (MetaStore + reads); call it on a worker thread, never on a shard.
+// Side data: producer state and time index are rebuilt by replaying the stream at open(), so
+// they survive restarts (graceful or not) exactly as far as the acknowledged data does.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <asio/any_io_executor.hpp>
+#include <asio/steady_timer.hpp>
+
+#include "base/result.h"
+#include "broker/producer_state.h"
+#include "protocol/errors.h"
+#include "protocol/record_batch.h"
+#include "storage/engine.h"
+
+namespace shale::broker {
+
+// A fetch waiting for data: woken (once) by an append to any partition it registered with.
+struct FetchWaiter : std::enable_shared_from_this<FetchWaiter> {
+  explicit FetchWaiter(asio::any_io_executor ex) : timer(std::move(ex)) {}
+  void wake();
+  asio::steady_timer timer;  // used only on its executor's thread
+  std::atomic<bool> notified{false};
+};
+
+// A validated batch from a Produce request, ready to append.
+struct PreparedBatch {
+  protocol::RecordBatch batch;
+  int64_t max_timestamp = -1;       // max record timestamp (CreateTime)
+  int32_t max_timestamp_delta = 0;  // offset delta of the record holding it
+};
+
+struct AppendStart {
+  protocol::ErrorCode error = protocol::ErrorCode::kNone;
+  std::string message;
+  int64_t base_offset = -1;
+  int64_t log_append_time = -1;
+  bool pending = false;  // true: `done` will be called once all appends are durable (or failed)
+};
+
+// Kafka error for an engine error (back-pressure → retriable REQUEST_TIMED_OUT, fenced or
+// closed → NOT_LEADER_OR_FOLLOWER so clients refresh metadata, I/O → KAFKA_STORAGE_ERROR).
+protocol::ErrorCode storage_error_code(const Error& e);
+
+class Partition {
+ public:
+  Partition(std::string topic, int32_t index, int64_t stream_id)
+      : topic_(std::move(topic)), index_(index), stream_id_(stream_id) {}
+
+  // Blocking: opens the stream (fencing any earlier owner) and replays it.
+  Status open(storage::Engine& engine);
+
+  const std::string& topic() const { return topic_; }
+  int32_t index() const { return index_; }
+  int64_t stream_id() const { return stream_id_; }
+  storage::Stream* stream() const { return stream_; }
+  int64_t high_watermark() const { return stream_->end_offset(); }
+  int64_t log_start_offset() const { return stream_->start_offset(); }
+  int32_t leader_epoch() const { return 0; }
+  bool deleted() const { return deleted_.load(); }
+  void mark_deleted() {
+    deleted_.store(true);
+    notify_waiters();
+  }
+
+  // Checks producer state, assigns offsets (rewriting each batch header in place) and issues
+  // the appends. log_append_time >= 0 stamps the batches with it.
+  AppendStart append(std::vector<PreparedBatch>& batches, int64_t log_append_time,
+                     std::function<void(Status)> done);
+
+  // Reads committed batches from `offset` (see storage::Stream::read).
+  void read(int64_t offset, size_t max_bytes, storage::ReadCallback done);
+
+  void add_waiter(const std::shared_ptr<FetchWaiter>& w);
+  void notify_waiters();
+
+  // First offset whose batch max timestamp is >= ts (the batch to search), or nullopt.
+  std::optional<int64_t> find_batch_by_timestamp(int64_t ts) const;
+  // (max timestamp, offset of the record carrying it), or (-1, -1) when empty.
+  std::pair<int64_t, int64_t> max_timestamp() const;
+  size_t producer_count() const;
+
+ private:
+  struct TimeIndexEntry {
+    int64_t max_timestamp;
+    int64_t base_offset;
+  };
+  void index_batch(const protocol::BatchHeader& h, int64_t base, int64_t max_ts,
+                   int64_t max_ts_offset);
+  Status replay();
+
+  const std::string topic_;
+  const int32_t index_;
+  const int64_t stream_id_;
+  storage::Stream* stream_ = nullptr;
+  std::atomic<bool> deleted_{false};
+
+  mutable std::mutex mu_;
+  ProducerStateMap producers_;
+  std::vector<TimeIndexEntry> time_index_;  // strictly increasing max_timestamp
+  int64_t max_ts_ = -1;
+  int64_t max_ts_offset_ = -1;
+
+  std::mutex waiters_mu_;
+  std::vector<std::weak_ptr<FetchWaiter>> waiters_;
+};
+
+}  // namespace shale::broker

@@ -1,0 +1,170 @@
+// Produce: validate the record batches of each partition, assign offsets, append to the
+// partition's stream and answer once the appends are durable (acks = 1 or -1; with a single
+// durable WAL both mean "in the WAL"). acks = 0 appends the same way but nobody waits.
+#include <chrono>
+
+#include "broker/handlers.h"
+
+namespace shale::broker {
+
+using protocol::ErrorCode;
+using protocol::ProduceRequest;
+using protocol::ProduceResponse;
+
+int64_t now_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+namespace {
+
+struct Prepared {
+  ErrorCode error = ErrorCode::kNone;
+  std::string message;
+  std::vector<PreparedBatch> batches;
+};
+
+// Kafka's LogValidator checks, in the order Kafka applies them.
+Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& settings) {
+  Prepared out;
+  if (!records || records->empty()) {
+    out.error = ErrorCode::kInvalidRecord;
+    out.message = "Produce request has no record batches";
+    return out;
+  }
+  protocol::BatchReader reader(*records, /*allow_partial_tail=*/false, /*verify_crc=*/true);
+  while (true) {
+    auto next = reader.next();
+    if (!next.ok()) {
+      out.error = protocol::batch_error_code(next.error());
+      out.message = next.error().message;
+      return out;
+    }
+    if (!next->has_value()) break;
+    protocol::RecordBatch batch = std::move(**next);
+    const auto& h = batch.header();
+    if (batch.bytes().size() > static_cast<size_t>(settings.max_message_bytes)) {
+      out.error = ErrorCode::kMessageTooLarge;
+      out.message = "The record batch size " + std::to_string(batch.bytes().size()) +
+                    " exceeds the maximum allowed " + std::to_string(settings.max_message_bytes);
+      return out;
+    }
+    if (h.is_control()) {
+      out.error = ErrorCode::kInvalidRecord;
+      out.message = "Clients are not allowed to write control records";
+      return out;
+    }
+    if (h.is_transactional()) {
+      out.error = ErrorCode::kInvalidRecord;
+      out.message = "Transactional batches are not supported";
+      return out;
+    }
+    PreparedBatch pb{batch, -1, 0};
+    auto st = batch.for_each_record(
+        [&](const protocol::RecordView& v) {
+          int64_t ts = h.base_timestamp + v.timestamp_delta;
+          if (ts > pb.max_timestamp) {
+            pb.max_timestamp = ts;
+            pb.max_timestamp_delta = v.offset_delta;
+          }
+        },
+        protocol::OffsetCheck::kProduce);
+    if (!st.ok()) {
+      out.error = protocol::batch_error_code(st.error());
+      out.message = st.error().message;
+      return out;
+    }
+    out.batches.push_back(std::move(pb));
+  }
+  if (out.batches.empty()) {
+    out.error = ErrorCode::kInvalidRecord;
+    out.message = "Produce request has no record batches";
+  }
+  return out;
+}
+
+struct PartitionSlot {
+  ProduceResponse::PartitionProduceResponse* resp;
+  std::shared_ptr<Status> result;  // written by the append callback
+  bool pending = false;
+};
+
+// Clears fields the response version cannot carry (the codec refuses non-defaults there).
+void fit_to_version(ProduceResponse& resp, int16_t version) {
+  for (auto& t : resp.responses) {
+    for (auto& p : t.partition_responses) {
+      if (version < 5) p.log_start_offset = -1;
+      if (version < 8) {
+        p.error_message = std::nullopt;
+        p.record_errors.clear();
+      }
+    }
+  }
+}
+
+}  // namespace
+
+asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, ProduceRequest req) {
+  ProduceResponse resp;
+  const bool valid_acks = req.acks == 0 || req.acks == 1 || req.acks == -1;
+  auto latch = std::make_shared<CallbackLatch>();
+  std::vector<PartitionSlot> slots;
+  resp.responses.reserve(req.topic_data.size());
+  for (auto& td : req.topic_data) {
+    auto& tr = resp.responses.emplace_back();
+    tr.name = td.name;
+    tr.partition_responses.reserve(td.partition_data.size());
+    TopicPtr topic = b.topics().find(td.name);
+    for (auto& pd : td.partition_data) {
+      auto& pr = tr.partition_responses.emplace_back();
+      pr.index = pd.index;
+      pr.base_offset = -1;
+      if (!valid_acks) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kInvalidRequiredAcks);
+        continue;
+      }
+      if (!topic || pd.index < 0 || static_cast<size_t>(pd.index) >= topic->partitions.size()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
+        continue;
+      }
+      const auto& part = topic->partitions[static_cast<size_t>(pd.index)];
+      Prepared prep = prepare(pd.records, topic->settings);
+      if (prep.error != ErrorCode::kNone) {
+        pr.error_code = static_cast<int16_t>(prep.error);
+        pr.error_message = prep.message;
+        continue;
+      }
+      const int64_t lat = topic->settings.log_append_time ? now_ms() : -1;
+      auto result = std::make_shared<Status>();
+      latch->add();
+      AppendStart st = part->append(prep.batches, lat, [latch, result](Status s) {
+        *result = std::move(s);
+        latch->count_down();
+      });
+      if (!st.pending) latch->count_down();
+      pr.error_code = static_cast<int16_t>(st.error);
+      if (!st.message.empty()) pr.error_message = st.message;
+      pr.base_offset = st.base_offset;
+      pr.log_append_time_ms = st.log_append_time;
+      pr.log_start_offset = part->log_start_offset();
+      slots.push_back({&pr, result, st.pending});
+    }
+  }
+  if (req.acks == 0) {
+    fit_to_version(resp, version);
+    co_return resp;
+  }
+  co_await latch->wait();
+  for (auto& s : slots) {
+    if (s.pending && !s.result->ok() && s.resp->error_code == 0) {
+      s.resp->error_code = static_cast<int16_t>(storage_error_code(s.result->error()));
+      s.resp->error_message = s.result->error().message;
+      s.resp->base_offset = -1;
+    }
+  }
+  fit_to_version(resp, version);
+  co_return resp;
+}
+
+}  // namespace shale::broker

@@ -1,0 +1,57 @@
+// Idempotent-producer state of one partition, as Kafka's ProducerStateManager keeps it: per
+// producer id the current epoch and the last five appended batches (sequence range and offsets),
+// used to reject out-of-order or fenced batches and to answer a retried duplicate with the
+// offset it got the first time.
+//
+// Durability: the state is derived from the batches in the log (every stored batch carries its
+// producer id, epoch and base sequence), so a partition rebuilds it by replaying the log when it
+// opens (Partition::open); nothing else needs persisting.
+// Threads: not thread-safe; the owning Partition guards it with its mutex.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <unordered_map>
+
+#include "protocol/errors.h"
+
+namespace shale::broker {
+
+constexpr size_t kProducerBatchesKept = 5;  // Kafka's NUM_BATCHES_TO_RETAIN
+
+struct ProducerBatch {
+  int32_t first_seq = 0;
+  int32_t last_seq = 0;
+  int64_t first_offset = 0;
+  int64_t last_offset = 0;
+  int64_t timestamp = -1;  // the batch's max timestamp (or its LogAppendTime)
+};
+
+struct ProducerEntry {
+  int16_t epoch = -1;
+  std::deque<ProducerBatch> batches;  // oldest first, at most kProducerBatchesKept
+};
+
+// What check() decided about an incoming batch.
+struct ProducerCheck {
+  protocol::ErrorCode error = protocol::ErrorCode::kNone;
+  std::optional<ProducerBatch> duplicate;  // set: the batch was appended before, at these offsets
+};
+
+class ProducerStateMap {
+ public:
+  // Validates a batch from a client (Kafka's findDuplicateBatch + checkProducerEpoch +
+  // checkSequence). Batches without a producer id always pass.
+  ProducerCheck check(int64_t producer_id, int16_t epoch, int32_t first_seq,
+                      int32_t last_seq) const;
+  // Records an appended batch (after check() passed, or while replaying the log).
+  void record(int64_t producer_id, int16_t epoch, const ProducerBatch& b);
+  size_t size() const { return producers_.size(); }
+  const ProducerEntry* find(int64_t producer_id) const;
+
+ private:
+  std::unordered_map<int64_t, ProducerEntry> producers_;
+};
+
+}  // namespace shale::broker

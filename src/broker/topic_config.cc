@@ -1,0 +1,180 @@
+#include "broker/topic_config.h"
+
+#include <charconv>
+#include <cstdlib>
+
+namespace shale::broker {
+namespace {
+
+using T = ConfigValueType;
+
+const std::vector<TopicConfigKey> kKeys = {
+    {"cleanup.policy", T::kList, "delete", "log.cleanup.policy",
+     "delete only; compaction is not supported yet"},
+    {"compression.type", T::kString, "producer", "compression.type",
+     "producer: keep the batches as the producer compressed them"},
+    {"delete.retention.ms", T::kLong, "86400000", "log.cleaner.delete.retention.ms", ""},
+    {"file.delete.delay.ms", T::kLong, "60000", "log.segment.delete.delay.ms", ""},
+    {"flush.messages", T::kLong, "9223372036854775807", "log.flush.interval.messages", ""},
+    {"flush.ms", T::kLong, "9223372036854775807", "log.flush.interval.ms", ""},
+    {"index.interval.bytes", T::kInt, "4096", "log.index.interval.bytes", ""},
+    {"local.retention.bytes", T::kLong, "-2", "log.local.retention.bytes", ""},
+    {"local.retention.ms", T::kLong, "-2", "log.local.retention.ms", ""},
+    {"max.compaction.lag.ms", T::kLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
+     ""},
+    {"max.message.bytes", T::kInt, "1048588", "message.max.bytes", "largest record batch accepted"},
+    {"message.timestamp.after.max.ms", T::kLong, "3600000", "log.message.timestamp.after.max.ms",
+     ""},
+    {"message.timestamp.before.max.ms", T::kLong, "9223372036854775807",
+     "log.message.timestamp.before.max.ms", ""},
+    {"message.timestamp.type", T::kString, "CreateTime", "log.message.timestamp.type",
+     "CreateTime or LogAppendTime"},
+    {"min.cleanable.dirty.ratio", T::kDouble, "0.5", "log.cleaner.min.cleanable.ratio", ""},
+    {"min.compaction.lag.ms", T::kLong, "0", "log.cleaner.min.compaction.lag.ms", ""},
+    {"min.insync.replicas", T::kInt, "1", "min.insync.replicas", ""},
+    {"preallocate", T::kBool, "false", "log.preallocate", ""},
+    {"remote.storage.enable", T::kBool, "false", nullptr, ""},
+    {"retention.bytes", T::kLong, "-1", "log.retention.bytes", "-1: no size limit"},
+    {"retention.ms", T::kLong, "604800000", "log.retention.ms", "-1: no time limit"},
+    {"segment.bytes", T::kInt, "1073741824", "log.segment.bytes", "accepted"},
+    {"segment.index.bytes", T::kInt, "10485760", "log.index.size.max.bytes", ""},
+    {"segment.jitter.ms", T::kLong, "0", "log.roll.jitter.ms", ""},
+    {"segment.ms", T::kLong, "604800000", "log.roll.ms", "accepted"},
+    {"unclean.leader.election.enable", T::kBool, "false", "unclean.leader.election.enable", ""},
+};
+
+bool parse_long(std::string_view s, int64_t& out) {
+  auto r = std::from_chars(s.data(), s.data() + s.size(), out);
+  return r.ec == std::errc() && r.ptr == s.data() + s.size() && !s.empty();
+}
+
+Error invalid(std::string msg) { return Error::make(Errc::kInvalidArgument, std::move(msg)); }
+
+std::string bad_value(std::string_view name, std::string_view value, std::string_view why) {
+  return "Invalid value " + std::string(value) + " for configuration " + std::string(name) + ": " +
+         std::string(why);
+}
+
+}  // namespace
+
+const std::vector<TopicConfigKey>& topic_config_keys() { return kKeys; }
+
+const TopicConfigKey* find_topic_config_key(std::string_view name) {
+  for (const auto& k : kKeys) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+Status validate_topic_config(std::string_view name, const std::optional<std::string>& value) {
+  const TopicConfigKey* k = find_topic_config_key(name);
+  if (k == nullptr) return invalid("Unknown topic config name: " + std::string(name));
+  if (!value) return invalid("Null value not supported for topic configs: " + std::string(name));
+  const std::string& v = *value;
+  int64_t n = 0;
+  switch (k->type) {
+    case T::kInt:
+    case T::kLong:
+      if (!parse_long(v, n) || (k->type == T::kInt && (n < INT32_MIN || n > INT32_MAX))) {
+        return invalid(bad_value(
+            name, v, "Not a number of type " + std::string(k->type == T::kInt ? "INT" : "LONG")));
+      }
+      break;
+    case T::kBool:
+      if (v != "true" && v != "false") {
+        return invalid(bad_value(name, v, "Expected value to be either true or false"));
+      }
+      break;
+    case T::kDouble: {
+      char* end = nullptr;
+      std::strtod(v.c_str(), &end);
+      if (v.empty() || *end != '\0')
+        return invalid(bad_value(name, v, "Not a number of type DOUBLE"));
+      break;
+    }
+    default:
+      break;
+  }
+  if (name == "cleanup.policy") {
+    size_t pos = 0;
+    while (pos <= v.size()) {
+      size_t comma = v.find(',', pos);
+      std::string item =
+          v.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+      while (!item.empty() && item.back() == ' ') item.pop_back();
+      if (item == "compact") return invalid("compacted topics are not supported yet");
+      if (item != "delete") {
+        return invalid(bad_value(name, v, "String must be one of: compact, delete"));
+      }
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+  } else if (name == "message.timestamp.type") {
+    if (v != "CreateTime" && v != "LogAppendTime") {
+      return invalid(bad_value(name, v, "String must be one of: CreateTime, LogAppendTime"));
+    }
+  } else if (name == "compression.type") {
+    if (v != "uncompressed" && v != "zstd" && v != "lz4" && v != "snappy" && v != "gzip" &&
+        v != "producer") {
+      return invalid(bad_value(
+          name, v, "String must be one of: uncompressed, zstd, lz4, snappy, gzip, producer"));
+    }
+  } else if (name == "max.message.bytes" && n < 0) {
+    return invalid(bad_value(name, v, "Value must be at least 0"));
+  } else if (name == "retention.ms" && n < -1) {
+    return invalid(bad_value(name, v, "Value must be at least -1"));
+  } else if (name == "segment.bytes" && n < 14) {
+    return invalid(bad_value(name, v, "Value must be at least 14"));
+  } else if (name == "segment.ms" && n < 1) {
+    return invalid(bad_value(name, v, "Value must be at least 1"));
+  } else if (name == "min.insync.replicas" && n < 1) {
+    return invalid(bad_value(name, v, "Value must be at least 1"));
+  }
+  return ok_status();
+}
+
+DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDefaults& d) {
+  const std::string name = key.name;
+  if (key.broker_synonym != nullptr) {
+    auto it = d.static_overrides.find(key.broker_synonym);
+    if (it != d.static_overrides.end()) return {it->second, true};
+  }
+  if (name == "retention.ms") return {std::to_string(d.retention_ms), false};
+  if (name == "retention.bytes") return {std::to_string(d.retention_bytes), false};
+  if (name == "max.message.bytes") return {std::to_string(d.max_message_bytes), false};
+  return {key.default_value, false};
+}
+
+TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& overrides,
+                                     const BrokerTopicDefaults& defaults) {
+  TopicSettings s;
+  s.retention_ms = defaults.retention_ms;
+  s.retention_bytes = defaults.retention_bytes;
+  s.max_message_bytes = defaults.max_message_bytes;
+  int64_t n = 0;
+  if (auto it = overrides.find("retention.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.retention_ms = n;
+  }
+  if (auto it = overrides.find("retention.bytes");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.retention_bytes = n;
+  }
+  if (auto it = overrides.find("max.message.bytes");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.max_message_bytes = static_cast<int32_t>(n);
+  }
+  std::string ts_type = "CreateTime";
+  if (auto it = defaults.static_overrides.find("log.message.timestamp.type");
+      it != defaults.static_overrides.end()) {
+    ts_type = it->second;
+  }
+  if (auto it = overrides.find("message.timestamp.type"); it != overrides.end()) {
+    ts_type = it->second;
+  }
+  s.log_append_time = ts_type == "LogAppendTime";
+  return s;
+}
+
+}  // namespace shale::broker

@@ -1,0 +1,65 @@
+// Topic-level configuration: Kafka's topic config names, types, defaults and broker-level
+// synonyms (for DescribeConfigs), plus validation with Kafka's error texts. Shale enforces
+// retention.ms, retention.bytes, max.message.bytes and message.timestamp.type; the other keys
+// Kafka defines are accepted and stored so that tools which set them keep working.
+//
+// Threads: static immutable table; TopicConfigs values are plain data.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace shale::broker {
+
+enum class ConfigValueType { kBool, kInt, kLong, kDouble, kString, kList, kPassword };
+
+struct TopicConfigKey {
+  const char* name;
+  ConfigValueType type;
+  const char* default_value;
+  const char* broker_synonym;  // the broker key whose value is the topic default, or nullptr
+  const char* doc;
+};
+
+const std::vector<TopicConfigKey>& topic_config_keys();
+const TopicConfigKey* find_topic_config_key(std::string_view name);
+
+// Broker-wide values that topic defaults come from (server.properties).
+struct BrokerTopicDefaults {
+  int64_t retention_ms = 604800000;     // log.retention.ms
+  int64_t retention_bytes = -1;         // log.retention.bytes
+  int32_t max_message_bytes = 1048588;  // message.max.bytes
+  // Synonym keys the operator set explicitly (reported as STATIC_BROKER_CONFIG).
+  std::map<std::string, std::string> static_overrides;
+};
+
+// Checks one topic config (name known, value parses and is allowed). The error message is the
+// one Kafka puts in the response for INVALID_CONFIG.
+Status validate_topic_config(std::string_view name, const std::optional<std::string>& value);
+
+// Effective settings of one topic: overrides over broker defaults, parsed once.
+struct TopicSettings {
+  int64_t retention_ms = 604800000;
+  int64_t retention_bytes = -1;
+  int32_t max_message_bytes = 1048588;
+  bool log_append_time = false;
+
+  static TopicSettings resolve(const std::map<std::string, std::string>& overrides,
+                               const BrokerTopicDefaults& defaults);
+};
+
+// The default value of a topic key given the broker defaults (what DescribeConfigs reports
+// when the topic has no override), and whether it came from the broker's own configuration.
+struct DefaultValue {
+  std::string value;
+  bool from_broker = false;  // true: STATIC_BROKER_CONFIG via broker_synonym
+};
+DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDefaults& d);
+
+}  // namespace shale::broker

@@ -1,0 +1,103 @@
+// Metadata (brokers, cluster id, controller, topics with auto-creation). With one broker that
+// leads every partition, each partition reports this node as leader, replica and ISR, leader
+// epoch 0.
+#include <spdlog/spdlog.h>
+
+#include "broker/handlers.h"
+
+namespace shale::broker {
+
+using protocol::ErrorCode;
+using protocol::MetadataResponse;
+
+namespace {
+
+MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t, int16_t version) {
+  MetadataResponse::MetadataResponseTopic out;
+  out.name = t.name;
+  if (version >= 10) out.topic_id = t.id;
+  for (const auto& p : t.partitions) {
+    auto& pr = out.partitions.emplace_back();
+    pr.partition_index = p->index();
+    pr.leader_id = b.node_id();
+    if (version >= 7) pr.leader_epoch = p->leader_epoch();
+    pr.replica_nodes = {b.node_id()};
+    pr.isr_nodes = {b.node_id()};
+  }
+  return out;
+}
+
+}  // namespace
+
+asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
+                                                  protocol::MetadataRequest req) {
+  MetadataResponse resp;
+  for (const auto& ep : b.config().endpoints) {
+    auto& br = resp.brokers.emplace_back();
+    br.node_id = b.node_id();
+    br.host = ep.host;
+    br.port = ep.port;
+    if (!b.config().rack.empty()) br.rack = b.config().rack;
+    break;  // one entry per node: the first advertised listener
+  }
+  if (version >= 2) resp.cluster_id = b.config().cluster_id;
+  resp.controller_id = b.node_id();
+  if (!req.topics) {
+    for (const auto& t : b.topics().list()) resp.topics.push_back(describe(b, *t, version));
+    co_return resp;
+  }
+  const bool may_create =
+      b.config().auto_create_topics && (version < 4 || req.allow_auto_topic_creation);
+  for (auto& rt : *req.topics) {
+    TopicPtr t;
+    if (rt.name) {
+      t = b.topics().find(*rt.name);
+    } else {
+      t = b.topics().find(rt.topic_id);
+      if (!t) {
+        auto& tr = resp.topics.emplace_back();
+        tr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicId);
+        tr.name = std::nullopt;  // only v10+ requests can name topics by id
+        tr.topic_id = rt.topic_id;
+        continue;
+      }
+    }
+    if (!t && rt.name) {
+      const std::string name = *rt.name;
+      if (auto st = validate_topic_name(name); !st.ok()) {
+        auto& tr = resp.topics.emplace_back();
+        tr.name = name;
+        tr.error_code = static_cast<int16_t>(ErrorCode::kInvalidTopicException);
+        continue;
+      }
+      if (may_create) {
+        const int32_t n = b.config().num_partitions;
+        auto work = [&b, name, n] { return b.topics().create(name, n, {}); };
+        auto created = co_await b.blocking(std::move(work));
+        if (created.ok()) {
+          spdlog::info("auto-created topic {} with {} partitions", name, n);
+          t = *created;
+        } else if (created.error().code == Errc::kAlreadyExists) {
+          t = b.topics().find(name);
+        } else {
+          auto& tr = resp.topics.emplace_back();
+          tr.name = name;
+          tr.error_code = static_cast<int16_t>(created.error().code == Errc::kInvalidArgument
+                                                   ? ErrorCode::kInvalidTopicException
+                                                   : ErrorCode::kLeaderNotAvailable);
+          continue;
+        }
+      }
+      if (!t) {
+        auto& tr = resp.topics.emplace_back();
+        tr.name = name;
+        tr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
+        continue;
+      }
+    }
+    resp.topics.push_back(describe(b, *t, version));
+  }
+  co_return resp;
+}
+
+}  // namespace shale::broker

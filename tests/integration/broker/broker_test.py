@@ -1,0 +1,239 @@
+#!/usr/bin/env python3
+"""Black-box tests of the broker data path through `shale serve`, with kcat (librdkafka) as the
+client and hand-made Kafka frames for the error cases.
+
+Usage: broker_test.py <case>   (SHALE_BIN names the binary; no case lists them)
+"""
+import os
+import re
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+
+SHALE = os.environ.get("SHALE_BIN", "build/release/bin/shale")
+BANNER = re.compile(r"^Shale \S+ serving Kafka on 127\.0\.0\.1:(\d+) ")
+# Small WAL and caches: the test machine is shared.
+STORAGE = ["s3.wal.capacity=67108864", "s3.wal.cache.size=67108864",
+           "s3.block.cache.size=33554432"]
+
+
+class Broker:
+    def __init__(self, data_dir):
+        self.data_dir = data_dir
+        args = [SHALE, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+                "--override", "data.dir=" + data_dir]
+        for o in STORAGE:
+            args += ["--override", o]
+        self.stderr = open(os.path.join(data_dir + ".stderr.log"), "a+")
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
+        line = self.proc.stdout.readline()
+        m = BANNER.match(line)
+        if not m:
+            self.proc.kill()
+            raise AssertionError("unexpected banner %r; log:\n%s" % (line, self.log()))
+        self.port = int(m.group(1))
+        self.bootstrap = "127.0.0.1:%d" % self.port
+
+    def log(self):
+        self.stderr.flush()
+        with open(self.stderr.name) as f:
+            return f.read()
+
+    def stop(self, sig=signal.SIGTERM):
+        self.proc.send_signal(sig)
+        rc = self.proc.wait(timeout=60)
+        if sig == signal.SIGTERM:
+            assert rc == 0, "exit code %d; log:\n%s" % (rc, self.log())
+
+
+def kcat(broker, *args, stdin=None):
+    r = subprocess.run(["kcat", "-b", broker.bootstrap] + list(args), input=stdin,
+                       capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise AssertionError("kcat %s failed (%d): %s\nbroker log:\n%s" %
+                             (" ".join(args), r.returncode, r.stderr, broker.log()))
+    return r.stdout
+
+
+def produce(broker, topic, values, *extra):
+    # -P exits non-zero unless every message was acknowledged (acks=all by default).
+    kcat(broker, "-P", "-t", topic, "-X", "enable.idempotence=true", *extra,
+         stdin="".join(v + "\n" for v in values))
+
+
+def consume(broker, topic):
+    out = kcat(broker, "-C", "-t", topic, "-o", "beginning", "-e", "-q", "-f", "%p %o %s\n")
+    return [line.split(" ", 2) for line in out.splitlines()]
+
+
+def case_kcat_round_trip(tmp):
+    b = Broker(os.path.join(tmp, "data"))
+    try:
+        sent = []
+        for codec in ["none", "gzip", "snappy", "lz4", "zstd"]:
+            vals = ["%s-%d" % (codec, i) for i in range(300)]
+            produce(b, "round", vals, "-z", codec)
+            sent += vals
+        got = consume(b, "round")
+        assert [g[2] for g in got] == sent, "consumed %d of %d" % (len(got), len(sent))
+        assert [int(g[1]) for g in got] == list(range(len(sent))), "offsets not dense"
+        meta = kcat(b, "-L", "-t", "round")
+        assert 'topic "round" with 1 partitions' in meta, meta
+    finally:
+        b.stop()
+
+
+def restart_case(tmp, sig):
+    data = os.path.join(tmp, "data")
+    b = Broker(data)
+    sent = []
+    for round_ in range(3):
+        vals = ["r%d-%d" % (round_, i) for i in range(500)]
+        produce(b, "durable", vals, "-z", "lz4" if round_ % 2 else "none")
+        sent += vals
+        b.stop(sig)
+        b = Broker(data)
+        got = [g[2] for g in consume(b, "durable")]
+        assert got == sent, "after restart %d: %d of %d records" % (round_, len(got), len(sent))
+    # The log continues at the next offset.
+    produce(b, "durable", ["last"])
+    got = consume(b, "durable")
+    assert got[-1][1:] == [str(len(sent)), "last"], got[-1]
+    b.stop()
+
+
+def case_restart_graceful(tmp):
+    restart_case(tmp, signal.SIGTERM)
+
+
+def case_restart_kill9(tmp):
+    restart_case(tmp, signal.SIGKILL)
+
+
+# --- hand-made frames -------------------------------------------------------------------
+
+def crc32c(data):
+    crc = 0xFFFFFFFF
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ (0x82F63B78 & -(crc & 1))
+    return crc ^ 0xFFFFFFFF
+
+
+def varint(n):
+    n = (n << 1) ^ (n >> 63)
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def record_batch(values, magic=2):
+    records = b""
+    for i, v in enumerate(values):
+        body = b"\x00" + varint(0) + varint(i) + varint(-1) + varint(len(v)) + v + varint(0)
+        records += varint(len(body)) + body
+    after_crc = struct.pack(">hiqqqhii", 0, len(values) - 1, 1000, 1000, -1, -1, -1,
+                            len(values)) + records
+    crc = crc32c(after_crc)
+    rest = struct.pack(">ib", -1, magic) + struct.pack(">I", crc) + after_crc
+    return struct.pack(">qi", 0, len(rest)) + rest
+
+
+def string(s):
+    b = s.encode()
+    return struct.pack(">h", len(b)) + b
+
+
+def produce_v3(corr, topic, parts):
+    body = struct.pack(">hhi", -1, -1, 30000)  # null transactional id, acks=-1, timeout
+    body += struct.pack(">i", 1) + string(topic) + struct.pack(">i", len(parts))
+    for index, records in parts:
+        body += struct.pack(">ii", index, len(records)) + records
+    head = struct.pack(">hhi", 0, 3, corr) + string("broker-test")
+    return struct.pack(">i", len(head) + len(body)) + head + body
+
+
+def read_frame(sock):
+    def read_n(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = sock.recv(n - len(buf))
+            if not chunk:
+                return None
+            buf += chunk
+        return buf
+    size = read_n(4)
+    if size is None:
+        return None
+    return read_n(struct.unpack(">i", size)[0])
+
+
+def parse_produce_v3(frame):
+    corr, = struct.unpack_from(">i", frame, 0)
+    pos = 4
+    n_topics, = struct.unpack_from(">i", frame, pos)
+    pos += 4
+    out = {}
+    for _ in range(n_topics):
+        ln, = struct.unpack_from(">h", frame, pos)
+        pos += 2 + ln
+        n_parts, = struct.unpack_from(">i", frame, pos)
+        pos += 4
+        for _ in range(n_parts):
+            index, err, base, _lat = struct.unpack_from(">ihqq", frame, pos)
+            pos += 22
+            out[index] = (err, base)
+    return corr, out
+
+
+def case_bad_requests(tmp):
+    b = Broker(os.path.join(tmp, "data"))
+    try:
+        produce(b, "bad", ["seed"])  # auto-creates the topic (1 partition)
+        good = record_batch([b"ok"])
+        corrupt = bytearray(good)
+        corrupt[-2] ^= 0x55
+        old_magic = record_batch([b"v1"], magic=1)
+        s = socket.create_connection(("127.0.0.1", b.port))
+        s.sendall(produce_v3(7, "bad", [(0, bytes(corrupt)), (5, good)]))
+        corr, res = parse_produce_v3(read_frame(s))
+        assert corr == 7
+        assert res[0][0] == 2, res      # CORRUPT_MESSAGE
+        assert res[5][0] == 3, res      # UNKNOWN_TOPIC_OR_PARTITION
+        s.sendall(produce_v3(8, "bad", [(0, old_magic)]))
+        corr, res = parse_produce_v3(read_frame(s))
+        assert res[0][0] == 43, res     # UNSUPPORTED_FOR_MESSAGE_FORMAT
+        s.sendall(produce_v3(9, "bad", [(0, good)]))
+        corr, res = parse_produce_v3(read_frame(s))
+        assert res[0] == (0, 1), res    # stored after "seed"
+        # Garbage closes only its own connection.
+        g = socket.create_connection(("127.0.0.1", b.port))
+        g.sendall(struct.pack(">i", 6) + b"\x7f\x7f\x00\x00\x00\x01")
+        assert read_frame(g) is None
+        s.sendall(produce_v3(10, "bad", [(0, good)]))
+        corr, res = parse_produce_v3(read_frame(s))
+        assert corr == 10 and res[0] == (0, 2), res
+        got = [g[2] for g in consume(b, "bad")]
+        assert got == ["seed", "ok", "ok"], got
+    finally:
+        b.stop()
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("cases: " + " ".join(sorted(CASES)))
+        sys.exit(2)
+    with tempfile.TemporaryDirectory(prefix="shale-broker-it-") as d:
+        CASES[sys.argv[1]](d)
+    print("ok")

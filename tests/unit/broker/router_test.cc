@@ -1,0 +1,211 @@
+// Dispatcher + register_broker_handlers: every routed API answers every version it advertises (request frames encoded
+// as a client would, responses decoded at the same version), ApiVersions lists exactly the
+// routed APIs, and unsupported or malformed requests close the connection.
+#include "broker/api_versions.h"
+#include "broker/broker_handlers.h"
+#include "broker/dispatcher.h"
+#include "broker_test_util.h"
+#include "protocol/frame.h"
+#include "protocol/generated/api_versions_request.h"
+#include "protocol/generated/api_versions_response.h"
+
+namespace shale::broker::testing {
+namespace {
+
+using protocol::ApiKey;
+
+class RouterTest : public BrokerTest {
+ protected:
+  // The dispatcher as `shale serve` sets it up (ApiVersions + the broker's handlers).
+  Dispatcher& dispatcher() {
+    if (!dispatcher_) {
+      dispatcher_ = std::make_unique<Dispatcher>();
+      register_api_versions(*dispatcher_);
+      register_broker_handlers(*dispatcher_, *broker_);
+    }
+    return *dispatcher_;
+  }
+  std::unique_ptr<Dispatcher> dispatcher_;
+
+  // Sends `req` at `version`; returns the decoded response, or nullopt when the request cannot
+  // be expressed at that version (the test then skips it).
+  template <typename Req, typename Resp>
+  std::optional<Resp> call(const Req& req, int16_t version) {
+    auto frame = protocol::encode_request_frame(42, std::string("router-test"), version, req);
+    if (!frame.ok()) return std::nullopt;
+    Dispatcher& router = dispatcher();
+    net::ConnectionInfo conn{1, 0, "PLAINTEXT", "127.0.0.1:1"};
+    net::Response r = run(router.handle(conn, frame->slice(4, frame->size() - 4)));
+    EXPECT_FALSE(r.close) << protocol::api_name(Req::kApiKey) << " v" << version;
+    EXPECT_TRUE(r.frame.has_value()) << protocol::api_name(Req::kApiKey) << " v" << version;
+    if (!r.frame) return Resp{};
+    protocol::Reader rd(r.frame->flatten());
+    protocol::ResponseHeader h;
+    EXPECT_TRUE(protocol::decode_response_header(rd, Resp::kApiKey, version, h).ok());
+    EXPECT_EQ(h.correlation_id, 42);
+    Resp resp;
+    auto st = resp.decode(rd, version);
+    EXPECT_TRUE(st.ok()) << protocol::api_name(Req::kApiKey) << " v" << version << ": "
+                         << (st.ok() ? "" : st.error().to_string());
+    return resp;
+  }
+
+  template <typename Req, typename Resp, typename Make>
+  int every_version(Make make) {
+    const ApiRange* api = nullptr;
+    const std::vector<ApiRange> apis = dispatcher().supported();
+    for (const auto& a : apis) {
+      if (a.key == Req::kApiKey) api = &a;
+    }
+    EXPECT_NE(api, nullptr);
+    int answered = 0;
+    for (int16_t v = api->min_version; v <= api->max_version; ++v) {
+      Req req = make(v);
+      if (call<Req, Resp>(req, v)) ++answered;
+    }
+    return answered;
+  }
+};
+
+TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
+  auto id = create_topic("t", 1).topics.at(0).topic_id;
+  create_topic("cp", 1);
+  produce("t", 0, batch(2));
+
+  EXPECT_GT((every_version<protocol::ProduceRequest, protocol::ProduceResponse>([](int16_t) {
+              protocol::ProduceRequest r;
+              r.acks = -1;
+              r.timeout_ms = 1000;
+              r.topic_data.push_back({"t", {{0, batch(1)}}});
+              return r;
+            })),
+            0);
+  EXPECT_GT((every_version<protocol::FetchRequest, protocol::FetchResponse>([&](int16_t) {
+              protocol::FetchRequest r;
+              r.max_bytes = 1 << 20;
+              auto& t = r.topics.emplace_back();
+              t.topic = "t";
+              t.topic_id = id;
+              t.partitions.push_back({0, -1, 0, -1, -1, 1 << 20, {}});
+              return r;
+            })),
+            0);
+  EXPECT_GT(
+      (every_version<protocol::ListOffsetsRequest, protocol::ListOffsetsResponse>([](int16_t) {
+        protocol::ListOffsetsRequest r;
+        r.replica_id = -1;
+        auto& t = r.topics.emplace_back();
+        t.name = "t";
+        auto& p = t.partitions.emplace_back();
+        p.timestamp = -1;
+        return r;
+      })),
+      0);
+  EXPECT_GT((every_version<protocol::MetadataRequest, protocol::MetadataResponse>([](int16_t) {
+              protocol::MetadataRequest r;
+              r.topics = std::vector<protocol::MetadataRequest::MetadataRequestTopic>{};
+              r.topics->push_back({{}, std::string("t")});
+              return r;
+            })),
+            0);
+  EXPECT_GT(
+      (every_version<protocol::CreateTopicsRequest, protocol::CreateTopicsResponse>([](int16_t v) {
+        protocol::CreateTopicsRequest r;
+        r.topics.push_back({"new" + std::to_string(v), 1, 1, {}, {}});
+        return r;
+      })),
+      0);
+  EXPECT_GT(
+      (every_version<protocol::DeleteTopicsRequest, protocol::DeleteTopicsResponse>([](int16_t v) {
+        protocol::DeleteTopicsRequest r;
+        if (v >= 6) {
+          r.topics.push_back({std::string("new" + std::to_string(v)), {}});
+        } else {
+          r.topic_names.push_back("new" + std::to_string(v));
+        }
+        return r;
+      })),
+      0);
+  EXPECT_GT(
+      (every_version<protocol::DeleteRecordsRequest, protocol::DeleteRecordsResponse>([](int16_t) {
+        protocol::DeleteRecordsRequest r;
+        r.topics.push_back({"t", {{0, 0}}});
+        return r;
+      })),
+      0);
+  EXPECT_GT((every_version<protocol::InitProducerIdRequest, protocol::InitProducerIdResponse>(
+                [](int16_t) {
+                  protocol::InitProducerIdRequest r;
+                  r.transactional_id = std::nullopt;
+                  r.transaction_timeout_ms = 60000;
+                  return r;
+                })),
+            0);
+  EXPECT_GT(
+      (every_version<protocol::OffsetForLeaderEpochRequest, protocol::OffsetForLeaderEpochResponse>(
+          [](int16_t) {
+            protocol::OffsetForLeaderEpochRequest r;
+            r.topics.push_back({"t", {{0, -1, 0}}});
+            return r;
+          })),
+      0);
+  EXPECT_GT((every_version<protocol::DescribeConfigsRequest, protocol::DescribeConfigsResponse>(
+                [](int16_t) {
+                  protocol::DescribeConfigsRequest r;
+                  r.include_synonyms = true;
+                  r.resources.push_back({2, "t", std::nullopt});
+                  r.resources.push_back({4, "1", std::nullopt});
+                  return r;
+                })),
+            0);
+  EXPECT_GT((every_version<protocol::DescribeClusterRequest, protocol::DescribeClusterResponse>(
+                [](int16_t) { return protocol::DescribeClusterRequest{}; })),
+            0);
+  int grow = 1;
+  EXPECT_GT((every_version<protocol::CreatePartitionsRequest, protocol::CreatePartitionsResponse>(
+                [&](int16_t) {
+                  protocol::CreatePartitionsRequest r;
+                  r.topics.push_back({"cp", ++grow, std::nullopt});
+                  return r;
+                })),
+            0);
+}
+
+TEST_F(RouterTest, ApiVersionsListsExactlyTheRoutedApis) {
+  auto r = call<protocol::ApiVersionsRequest, protocol::ApiVersionsResponse>(
+      protocol::ApiVersionsRequest{}, 3);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->error_code, 0);
+  const std::vector<ApiRange> apis = dispatcher().supported();
+  ASSERT_EQ(r->api_keys.size(), apis.size());
+  for (const auto& k : r->api_keys) {
+    bool found = false;
+    for (const auto& a : apis) {
+      if (static_cast<int16_t>(a.key) == k.api_key) {
+        found = true;
+        EXPECT_EQ(a.min_version, k.min_version);
+        EXPECT_EQ(a.max_version, k.max_version);
+      }
+    }
+    EXPECT_TRUE(found) << k.api_key;
+  }
+}
+
+TEST_F(RouterTest, UnsupportedOrMalformedRequestsCloseTheConnection) {
+  Dispatcher& router = dispatcher();
+  net::ConnectionInfo conn{1, 0, "PLAINTEXT", "127.0.0.1:1"};
+  // Produce v2 (removed in Kafka 4), a garbage API key, and a truncated Metadata body.
+  protocol::ProduceRequest p;
+  auto old = protocol::encode_request_frame(1, std::string("c"), 2, p);
+  ASSERT_TRUE(old.ok());
+  EXPECT_TRUE(run(router.handle(conn, old->slice(4, old->size()))).close);
+  const uint8_t junk[] = {0x7f, 0x7f, 0, 0, 0, 1};
+  EXPECT_TRUE(run(router.handle(conn, Buffer::copy(junk, sizeof junk))).close);
+  protocol::MetadataRequest m;
+  auto meta = protocol::encode_request_frame(1, std::string("c"), 12, m);
+  ASSERT_TRUE(meta.ok());
+  EXPECT_TRUE(run(router.handle(conn, meta->slice(4, meta->size() - 6))).close);
+}
+
+}  // namespace
+}  // namespace shale::broker::testing

@@ -1,0 +1,208 @@
+// CreateTopics / DeleteTopics / CreatePartitions / Metadata and topic persistence.
+#include "broker/topic_manager.h"
+#include "broker_test_util.h"
+
+namespace shale::broker::testing {
+namespace {
+
+using protocol::ErrorCode;
+
+int16_t code(ErrorCode c) { return static_cast<int16_t>(c); }
+
+TEST(TopicName, FollowsKafkaRules) {
+  EXPECT_TRUE(validate_topic_name("orders.v1_A-b").ok());
+  EXPECT_FALSE(validate_topic_name("").ok());
+  EXPECT_FALSE(validate_topic_name(".").ok());
+  EXPECT_FALSE(validate_topic_name("..").ok());
+  EXPECT_FALSE(validate_topic_name("a b").ok());
+  EXPECT_FALSE(validate_topic_name("a/b").ok());
+  EXPECT_TRUE(validate_topic_name(std::string(249, 'x')).ok());
+  EXPECT_FALSE(validate_topic_name(std::string(250, 'x')).ok());
+}
+
+TEST(TopicId, IsRandomVersion4) {
+  auto a = random_topic_id();
+  auto b = random_topic_id();
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a.bytes[6] >> 4, 4);
+  EXPECT_EQ(a.bytes[8] & 0xc0, 0x80);
+  EXPECT_NE(a.to_base64()[0], '-');
+}
+
+TEST_P(BothEngines, CreateTopicReportsIdPartitionsAndConfigs) {
+  auto r = create_topic("orders", 3, {{"retention.ms", "1000"}});
+  ASSERT_EQ(r.topics.size(), 1u);
+  const auto& t = r.topics[0];
+  EXPECT_EQ(t.error_code, 0);
+  EXPECT_FALSE(t.topic_id.is_zero());
+  EXPECT_EQ(t.num_partitions, 3);
+  EXPECT_EQ(t.replication_factor, 1);
+  ASSERT_TRUE(t.configs.has_value());
+  bool found = false;
+  for (const auto& c : *t.configs) {
+    if (c.name == "retention.ms") {
+      EXPECT_EQ(c.value, "1000");
+      EXPECT_EQ(c.config_source, 1);  // TOPIC_CONFIG
+      found = true;
+    }
+    if (c.name == "cleanup.policy") {
+      EXPECT_EQ(c.value, "delete");
+    }
+  }
+  EXPECT_TRUE(found);
+  EXPECT_TRUE(broker_->partition_exists("orders", 2));
+  EXPECT_FALSE(broker_->partition_exists("orders", 3));
+}
+
+TEST_P(BothEngines, CreateTopicErrorsAreKafkas) {
+  EXPECT_EQ(create_topic("t", 1).topics[0].error_code, 0);
+  EXPECT_EQ(create_topic("t", 1).topics[0].error_code, code(ErrorCode::kTopicAlreadyExists));
+  EXPECT_EQ(create_topic("bad name", 1).topics[0].error_code,
+            code(ErrorCode::kInvalidTopicException));
+  EXPECT_EQ(create_topic("zero", 0).topics[0].error_code, code(ErrorCode::kInvalidPartitions));
+  auto compact = create_topic("c", 1, {{"cleanup.policy", "compact"}});
+  EXPECT_EQ(compact.topics[0].error_code, code(ErrorCode::kInvalidConfig));
+  EXPECT_EQ(compact.topics[0].error_message, "compacted topics are not supported yet");
+  EXPECT_EQ(create_topic("u", 1, {{"no.such.config", "1"}}).topics[0].error_code,
+            code(ErrorCode::kInvalidConfig));
+  EXPECT_EQ(create_topic("v", 1, {{"retention.ms", "abc"}}).topics[0].error_code,
+            code(ErrorCode::kInvalidConfig));
+  EXPECT_EQ(create_topic("a.b", 1).topics[0].error_code, 0);
+  EXPECT_EQ(create_topic("a_b", 1).topics[0].error_code, code(ErrorCode::kInvalidTopicException));
+  EXPECT_FALSE(broker_->topics().find("c"));
+  EXPECT_FALSE(broker_->topics().find("zero"));
+}
+
+TEST_P(BothEngines, CreateTopicsReplicationFactorAndValidateOnly) {
+  protocol::CreateTopicsRequest req;
+  req.validate_only = true;
+  req.topics.push_back({"rf0", 1, 0, {}, {}});
+  req.topics.push_back({"rf3", 1, 3, {}, {}});
+  req.topics.push_back({"ok", 2, 1, {}, {}});
+  req.topics.push_back({"dup", 1, 1, {}, {}});
+  req.topics.push_back({"dup", 1, 1, {}, {}});
+  auto r = run(handle_create_topics(*broker_, 7, std::move(req)));
+  ASSERT_EQ(r.topics.size(), 5u);
+  EXPECT_EQ(r.topics[0].error_code, code(ErrorCode::kInvalidReplicationFactor));
+  EXPECT_EQ(r.topics[1].error_code, code(ErrorCode::kInvalidReplicationFactor));
+  EXPECT_EQ(r.topics[2].error_code, 0);
+  EXPECT_EQ(r.topics[2].num_partitions, 2);
+  EXPECT_EQ(r.topics[3].error_code, code(ErrorCode::kInvalidRequest));
+  EXPECT_FALSE(broker_->topics().find("ok"));  // validate_only created nothing
+}
+
+TEST_P(BothEngines, TopicsSurviveRestartWithTheirIdsAndConfigs) {
+  auto r = create_topic("keep", 2, {{"max.message.bytes", "5000"}});
+  auto id = r.topics[0].topic_id;
+  restart();
+  auto t = broker_->topics().find("keep");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->id, id);
+  EXPECT_EQ(t->partitions.size(), 2u);
+  EXPECT_EQ(t->settings.max_message_bytes, 5000);
+  EXPECT_EQ(broker_->topics().find(id), t);
+}
+
+TEST_P(BothEngines, DeleteTopicsByNameAndId) {
+  create_topic("d1", 1);
+  auto id = create_topic("d2", 1).topics[0].topic_id;
+  protocol::DeleteTopicsRequest req;
+  req.topics.push_back({std::string("d1"), {}});
+  req.topics.push_back({std::nullopt, id});
+  req.topics.push_back({std::string("missing"), {}});
+  auto r = run(handle_delete_topics(*broker_, 6, std::move(req)));
+  ASSERT_EQ(r.responses.size(), 3u);
+  EXPECT_EQ(r.responses[0].error_code, 0);
+  EXPECT_EQ(r.responses[1].error_code, 0);
+  EXPECT_EQ(r.responses[1].name, "d2");
+  EXPECT_EQ(r.responses[2].error_code, code(ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_FALSE(broker_->topics().find("d1"));
+  EXPECT_FALSE(broker_->topics().find("d2"));
+  auto streams = engine_->list_streams();
+  ASSERT_TRUE(streams.ok());
+  EXPECT_TRUE(streams->empty());  // the partitions' streams were deleted
+  restart();
+  EXPECT_FALSE(broker_->topics().find("d1"));
+  // The name can be used again, with a new id.
+  EXPECT_EQ(create_topic("d2", 1).topics[0].error_code, 0);
+  EXPECT_NE(broker_->topics().find("d2")->id, id);
+}
+
+TEST_P(BothEngines, CreatePartitionsGrowsOnly) {
+  create_topic("g", 1);
+  protocol::CreatePartitionsRequest req;
+  req.topics.push_back({"g", 3, std::nullopt});
+  req.topics.push_back({"nope", 3, std::nullopt});
+  auto r = run(handle_create_partitions(*broker_, 3, std::move(req)));
+  EXPECT_EQ(r.results[0].error_code, 0);
+  EXPECT_EQ(r.results[1].error_code, code(ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_EQ(broker_->topics().find("g")->partitions.size(), 3u);
+  protocol::CreatePartitionsRequest shrink;
+  shrink.topics.push_back({"g", 2, std::nullopt});
+  auto s = run(handle_create_partitions(*broker_, 3, std::move(shrink)));
+  EXPECT_EQ(s.results[0].error_code, code(ErrorCode::kInvalidPartitions));
+  restart();
+  EXPECT_EQ(broker_->topics().find("g")->partitions.size(), 3u);
+}
+
+TEST_P(BothEngines, DescribeConfigsReportsSourcesAndSynonyms) {
+  create_topic("dc", 1, {{"retention.ms", "1234"}});
+  protocol::DescribeConfigsRequest req;
+  req.include_synonyms = true;
+  req.resources.push_back({2, "dc", std::vector<std::string>{"retention.ms", "segment.bytes"}});
+  req.resources.push_back({2, "nope", std::nullopt});
+  req.resources.push_back({4, "7", std::nullopt});
+  auto r = run(handle_describe_configs(*broker_, 4, std::move(req)));
+  ASSERT_EQ(r.results.size(), 3u);
+  ASSERT_EQ(r.results[0].configs.size(), 2u);
+  const auto& ret = r.results[0].configs[0];
+  EXPECT_EQ(ret.name, "retention.ms");
+  EXPECT_EQ(ret.value, "1234");
+  EXPECT_EQ(ret.config_source, 1);  // TOPIC_CONFIG
+  ASSERT_EQ(ret.synonyms.size(), 2u);
+  EXPECT_EQ(ret.synonyms[1].name, "log.retention.ms");
+  EXPECT_EQ(ret.synonyms[1].value, "604800000");
+  EXPECT_EQ(ret.synonyms[1].source, 5);  // DEFAULT_CONFIG
+  EXPECT_EQ(r.results[0].configs[1].config_source, 5);
+  EXPECT_EQ(r.results[1].error_code, code(ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_EQ(r.results[2].error_code, code(ErrorCode::kInvalidRequest));  // not this node
+}
+
+TEST_P(BothEngines, MetadataListsTopicsAndAutoCreates) {
+  create_topic("m", 2);
+  protocol::MetadataRequest all;
+  all.topics = std::nullopt;
+  auto r = run(handle_metadata(*broker_, 12, std::move(all)));
+  ASSERT_EQ(r.brokers.size(), 1u);
+  EXPECT_EQ(r.brokers[0].node_id, 1);
+  EXPECT_EQ(r.cluster_id, cfg_.cluster_id);
+  ASSERT_EQ(r.topics.size(), 1u);
+  EXPECT_EQ(r.topics[0].partitions.size(), 2u);
+  EXPECT_EQ(r.topics[0].partitions[1].leader_id, 1);
+  EXPECT_FALSE(r.topics[0].topic_id.is_zero());
+
+  protocol::MetadataRequest some;
+  some.topics = std::vector<protocol::MetadataRequest::MetadataRequestTopic>{};
+  some.topics->push_back({{}, std::string("auto1")});
+  some.topics->push_back({{}, std::string("bad/name")});
+  auto r2 = run(handle_metadata(*broker_, 12, std::move(some)));
+  ASSERT_EQ(r2.topics.size(), 2u);
+  EXPECT_EQ(r2.topics[0].error_code, 0);
+  EXPECT_EQ(r2.topics[0].partitions.size(), 1u);  // num.partitions
+  EXPECT_EQ(r2.topics[1].error_code, code(ErrorCode::kInvalidTopicException));
+  EXPECT_TRUE(broker_->topics().find("auto1"));
+
+  protocol::MetadataRequest no_create;
+  no_create.allow_auto_topic_creation = false;
+  no_create.topics = std::vector<protocol::MetadataRequest::MetadataRequestTopic>{};
+  no_create.topics->push_back({{}, std::string("auto2")});
+  auto r3 = run(handle_metadata(*broker_, 12, std::move(no_create)));
+  EXPECT_EQ(r3.topics[0].error_code, code(ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_FALSE(broker_->topics().find("auto2"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, BothEngines, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "real" : "fake"; });
+
+}  // namespace
+}  // namespace shale::broker::testing
