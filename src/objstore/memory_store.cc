@@ -46,6 +46,8 @@ class MemoryMultipart final : public MultipartUpload {
 void MemoryStore::commit(const std::string& key, Buffer data) {
   std::lock_guard lk(mu_);
   ++puts_;
+  StoreCounters::add(counters_.puts);
+  StoreCounters::add(counters_.put_bytes, data.size());
   objects_[key] = {std::move(data), clock::wall_ms()};
 }
 
@@ -59,14 +61,17 @@ void MemoryStore::get(const std::string& key, Range range, GetCallback done) {
   {
     std::lock_guard lk(mu_);
     ++gets_;
+    StoreCounters::add(counters_.gets);
     auto it = objects_.find(key);
     if (it == objects_.end()) {
+      StoreCounters::add(counters_.errors);
       done(Error::make(Errc::kNotFound, "no such object: " + key));
       return;
     }
     const Buffer& b = it->second.first;
     uint64_t off = range.offset < b.size() ? range.offset : b.size();
     out = b.slice(off, range.length == Range::kToEnd ? b.size() - off : range.length);
+    StoreCounters::add(counters_.get_bytes, out.size());
   }
   done(std::move(out));
 }
@@ -74,6 +79,7 @@ void MemoryStore::get(const std::string& key, Range range, GetCallback done) {
 void MemoryStore::remove(std::vector<std::string> keys, StatusCallback done) {
   {
     std::lock_guard lk(mu_);
+    StoreCounters::add(counters_.deletes, keys.size());
     for (auto& k : keys) objects_.erase(k);
   }
   done(ok_status());
@@ -83,6 +89,7 @@ void MemoryStore::list(const std::string& prefix, ListCallback done) {
   std::vector<ObjectInfo> out;
   {
     std::lock_guard lk(mu_);
+    StoreCounters::add(counters_.lists);
     for (auto it = objects_.lower_bound(prefix);
          it != objects_.end() && it->first.compare(0, prefix.size(), prefix) == 0; ++it) {
       out.push_back({it->first, it->second.first.size(), it->second.second});

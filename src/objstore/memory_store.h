@@ -5,6 +5,7 @@
 #include <map>
 #include <mutex>
 
+#include "objstore/counters.h"
 #include "objstore/object_store.h"
 
 namespace shale::objstore {
@@ -17,6 +18,7 @@ class MemoryStore final : public ObjectStore {
   void list(const std::string& prefix, ListCallback done) override;
   void create_multipart(const std::string& key, MultipartCallback done) override;
   std::string describe() const override { return "memory"; }
+  StoreStats stats() const override { return counters_.snapshot(); }
 
   // Counters for tests and benchmarks.
   uint64_t put_count() const;
@@ -31,6 +33,7 @@ class MemoryStore final : public ObjectStore {
   std::map<std::string, std::pair<Buffer, int64_t>> objects_;
   uint64_t puts_ = 0;
   uint64_t gets_ = 0;
+  StoreCounters counters_;
 };
 
 }  // namespace shale::objstore

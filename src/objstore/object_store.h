@@ -34,6 +34,20 @@ struct Range {
   uint64_t length = kToEnd;
 };
 
+// Per-store counters for metrics and benchmarks (a snapshot; see counters.h). Counts are of
+// logical operations the caller asked for; retries of one operation are counted in `retries`.
+struct StoreStats {
+  uint64_t puts = 0;       // put() calls plus completed multipart uploads
+  uint64_t gets = 0;       // get() calls
+  uint64_t deletes = 0;    // keys passed to remove()
+  uint64_t lists = 0;      // list() calls
+  uint64_t put_bytes = 0;  // bytes written by successful puts and parts
+  uint64_t get_bytes = 0;  // bytes returned by successful gets
+  uint64_t errors = 0;     // operations that ended in an error
+  uint64_t retries = 0;    // requests re-sent after a retryable failure
+  uint64_t requests = 0;   // requests sent to the backend (HTTP requests for S3)
+};
+
 using StatusCallback = std::function<void(Status)>;
 using GetCallback = std::function<void(Result<Buffer>)>;
 using ListCallback = std::function<void(Result<std::vector<ObjectInfo>>)>;
@@ -67,6 +81,9 @@ class ObjectStore {
 
   // A short description for logs ("s3://bucket", "file:///data/objects", "memory").
   virtual std::string describe() const = 0;
+
+  // Counters since the store was created. Backends that do not count return zeros.
+  virtual StoreStats stats() const { return {}; }
 };
 
 // Blocking helpers for tests, tools and cold paths. Never call them on an event-loop thread.

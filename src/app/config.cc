@@ -1,0 +1,786 @@
+#include "app/config.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <stdexcept>
+
+namespace shale::app {
+
+namespace {
+
+constexpr int64_t kKiB = 1024;
+constexpr int64_t kMiB = 1024 * kKiB;
+constexpr int64_t kGiB = 1024 * kMiB;
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::vector<std::string> split_list(std::string_view s) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string_view::npos) comma = s.size();
+    std::string item = trim(s.substr(pos, comma - pos));
+    if (!item.empty()) out.push_back(std::move(item));
+    pos = comma + 1;
+  }
+  return out;
+}
+
+bool parse_int64(std::string_view s, int64_t* out) {
+  std::string t = trim(s);
+  const char* b = t.data();
+  const char* e = t.data() + t.size();
+  if (b != e && *b == '+') ++b;
+  auto [p, ec] = std::from_chars(b, e, *out);
+  return ec == std::errc() && p == e && b != e;
+}
+
+std::optional<bool> parse_bool(std::string_view s) {
+  std::string t = trim(s);
+  std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (t == "true") return true;
+  if (t == "false") return false;
+  return std::nullopt;
+}
+
+// --- validators (return "" when fine) ---
+
+std::string validate_listeners(std::string_view v) {
+  auto r = parse_listeners(v);
+  if (!r.ok()) return r.error().message;
+  if (r->empty()) return "at least one listener is required";
+  return "";
+}
+
+std::string validate_advertised(std::string_view v) {
+  if (trim(v).empty()) return "";  // unset: derived from listeners
+  auto r = parse_listeners(v);
+  if (!r.ok()) return r.error().message;
+  for (const auto& l : *r) {
+    if (l.host == "0.0.0.0" || l.host == "::") {
+      return "cannot advertise the non-routable address " + l.host + " (listener " + l.name + ")";
+    }
+  }
+  return "";
+}
+
+std::string validate_cluster_id(std::string_view v) {
+  for (char c : v) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) {
+      return "cluster ids contain only letters, digits, '-' and '_'";
+    }
+  }
+  return "";
+}
+
+std::string validate_not_empty(std::string_view v) {
+  return trim(v).empty() ? "must not be empty" : "";
+}
+
+// `<id>@<scheme>://<rest>` with scheme file, s3 or mem (AutoMQ's bucket URI form).
+std::string validate_bucket_uri(std::string_view entry, bool id_required) {
+  std::string_view rest = entry;
+  auto at = entry.find('@');
+  auto scheme_end = entry.find("://");
+  if (at != std::string_view::npos && (scheme_end == std::string_view::npos || at < scheme_end)) {
+    int64_t id = 0;
+    if (!parse_int64(entry.substr(0, at), &id) || id < 0 || id > 32767) {
+      return "'" + std::string(entry) + "': bucket id before '@' must be 0..32767";
+    }
+    rest = entry.substr(at + 1);
+  } else if (id_required) {
+    return "'" + std::string(entry) + "': expected <id>@<scheme>://<location>";
+  }
+  auto se = rest.find("://");
+  if (se == std::string_view::npos) {
+    return "'" + std::string(entry) + "': expected <scheme>://<location>";
+  }
+  std::string_view scheme = rest.substr(0, se);
+  if (scheme != "file" && scheme != "s3" && scheme != "mem") {
+    return "'" + std::string(entry) + "': unknown scheme '" + std::string(scheme) +
+           "' (use file, s3 or mem)";
+  }
+  if (rest.size() == se + 3) return "'" + std::string(entry) + "': empty location";
+  return "";
+}
+
+std::string validate_buckets(std::string_view v) {
+  auto items = split_list(v);
+  if (items.empty()) return "at least one bucket is required";
+  for (const auto& it : items) {
+    std::string e = validate_bucket_uri(it, true);
+    if (!e.empty()) return e;
+  }
+  return "";
+}
+
+std::string validate_wal_path(std::string_view v) {
+  std::string t = trim(v);
+  if (t.empty()) return "must not be empty";
+  return validate_bucket_uri(t, false);
+}
+
+// The table. Keys that Kafka or AutoMQ have keep their name, meaning and default.
+const std::vector<ConfigKey> kKeys = {
+    // --- Server ---
+    {"node.id", ConfigType::kInt, "1", "Server",
+     "Id of this broker. Default 1, the convention of Kafka's single-node KRaft quick start "
+     "(config/kraft/server.properties and the apache/kafka image use node.id=1). Shown to "
+     "clients in Metadata responses.",
+     0, INT32_MAX},
+    {"cluster.id", ConfigType::kString, "", "Server",
+     "Cluster id. Empty: generated on first start and kept in <data.dir>/meta.properties (as "
+     "Kafka does); later starts use the stored id, and a different configured id is an error.",
+     INT64_MIN, INT64_MAX, validate_cluster_id},
+    {"data.dir", ConfigType::kString, "./data", "Server",
+     "Directory for the WAL, the local object directory and the metadata file. Created if "
+     "missing.",
+     INT64_MIN, INT64_MAX, validate_not_empty},
+    // --- Network ---
+    {"listeners", ConfigType::kList, "PLAINTEXT://127.0.0.1:9092", "Network",
+     "Comma-separated NAME://host:port addresses to listen on. An empty host or 0.0.0.0 means "
+     "every IPv4 interface; IPv6 hosts go in brackets ([::1]:9092). Port 0 picks a free port. "
+     "Only plaintext listeners exist so far: names SSL, SASL_PLAINTEXT and SASL_SSL are "
+     "rejected; any other name is a plaintext listener.",
+     INT64_MIN, INT64_MAX, validate_listeners},
+    {"advertised.listeners", ConfigType::kList, "", "Network",
+     "Addresses given to clients in Metadata responses, NAME://host:port, one per listener "
+     "name. Empty: the listeners, with a wildcard host replaced by this machine's host name.",
+     INT64_MIN, INT64_MAX, validate_advertised},
+    {"num.network.threads", ConfigType::kInt, "0", "Network",
+     "Number of shards: event-loop threads that run connections and request handling (one "
+     "io_context each; a connection stays on one shard). 0 = one per hardware thread. Unlike "
+     "Kafka's key of the same name these threads also do the request work.",
+     0, 1024},
+    {"socket.request.max.bytes", ConfigType::kInt, "104857600", "Network",
+     "Largest request frame accepted. A larger or negative size prefix closes the connection.", 1,
+     INT32_MAX},
+    {"connections.max.idle.ms", ConfigType::kLong, "600000", "Network",
+     "Close connections that have read and written nothing for this long (and have no request "
+     "in flight). -1 or 0 = never.",
+     -1, INT64_MAX},
+    {"connection.max.inflight.requests", ConfigType::kInt, "32", "Network",
+     "Requests of one connection handled at once (pipelining); the connection stops reading "
+     "until responses have been written. Responses always leave in request order.",
+     1, 65536},
+    {"shutdown.drain.ms", ConfigType::kLong, "5000", "Network",
+     "On shutdown, how long in-flight requests may run before their shards are stopped.", 0,
+     INT64_MAX},
+    // --- Topics and logs ---
+    {"num.partitions", ConfigType::kInt, "1", "Topics",
+     "Partitions of an automatically created topic.", 1, INT32_MAX},
+    {"default.replication.factor", ConfigType::kInt, "1", "Topics",
+     "Replication factor reported for automatically created topics. Durability comes from the "
+     "WAL and object storage, so Shale keeps one copy per partition whatever this says.",
+     1, INT16_MAX},
+    {"auto.create.topics.enable", ConfigType::kBool, "true", "Topics",
+     "Create a topic when a client asks for metadata of, or produces to, a topic that does not "
+     "exist."},
+    {"log.retention.ms", ConfigType::kLong, "604800000", "Topics",
+     "Delete data older than this (default 7 days). -1 = no time limit.", -1, INT64_MAX},
+    {"log.retention.bytes", ConfigType::kLong, "-1", "Topics",
+     "Delete the oldest data of a partition above this size. -1 = no size limit.", -1, INT64_MAX},
+    {"message.max.bytes", ConfigType::kInt, "1048588", "Topics",
+     "Largest record batch accepted (after compression), as Kafka's default.", 0, INT32_MAX},
+    // --- Storage (AutoMQ's names) ---
+    {"s3.data.buckets", ConfigType::kList, "0@file://${data.dir}/objects", "Storage",
+     "Where objects go: comma-separated <id>@<scheme>://<location>, scheme file (a POSIX "
+     "directory, e.g. on NFS), s3 (s3://bucket?region=..&endpoint=..) or mem (tests).",
+     INT64_MIN, INT64_MAX, validate_buckets},
+    {"s3.wal.path", ConfigType::kString, "file://${data.dir}/wal", "Storage",
+     "The write-ahead log: file://<path> (a local file or block device) or "
+     "0@s3://<bucket>?... (WAL in object storage, as current AutoMQ).",
+     INT64_MIN, INT64_MAX, validate_wal_path},
+    {"s3.wal.capacity", ConfigType::kLong, "2147483648", "Storage",
+     "Size of a file WAL's ring in bytes (AutoMQ's default, 2 GiB); rounded down to 4 KiB.",
+     16 * kMiB, INT64_MAX},
+    {"s3.wal.cache.size", ConfigType::kLong, "-1", "Storage",
+     "LogCache size in bytes: the tail-read window and upload staging. -1 = automatic "
+     "(AutoMQ's rule: with M = min(75% RAM, 32 GiB) / 2, max(M/3, (M - 3 GiB) * 2/3)). Set "
+     "together with s3.block.cache.size.",
+     -1, INT64_MAX},
+    {"s3.block.cache.size", ConfigType::kLong, "-1", "Storage",
+     "BlockCache size in bytes for catch-up reads from objects. -1 = automatic (max(M/6, (M - 3 "
+     "GiB) / 3), M as above). Set together with s3.wal.cache.size.",
+     -1, INT64_MAX},
+    {"s3.wal.upload.threshold", ConfigType::kLong, "-1", "Storage",
+     "Upload the WAL's recent data to an object once this many bytes are waiting. -1 = "
+     "automatic: min(s3.wal.cache.size / 3, 500 MiB).",
+     -1, INT64_MAX},
+    {"s3.wal.upload.interval.ms", ConfigType::kLong, "60000", "Storage",
+     "Upload waiting WAL data at least this often (AutoMQ's current default). -1 = by size "
+     "only.",
+     -1, INT64_MAX},
+};
+
+const char* type_name(ConfigType t) {
+  switch (t) {
+    case ConfigType::kString:
+      return "string";
+    case ConfigType::kInt:
+      return "int";
+    case ConfigType::kLong:
+      return "long";
+    case ConfigType::kBool:
+      return "boolean";
+    case ConfigType::kList:
+      return "list";
+  }
+  return "?";
+}
+
+std::string range_text(const ConfigKey& k) {
+  if (k.type != ConfigType::kInt && k.type != ConfigType::kLong) return "";
+  int64_t type_min = k.type == ConfigType::kInt ? INT32_MIN : INT64_MIN;
+  int64_t type_max = k.type == ConfigType::kInt ? INT32_MAX : INT64_MAX;
+  bool has_min = k.min > type_min, has_max = k.max < type_max;
+  if (has_min && has_max) return "[" + std::to_string(k.min) + ", " + std::to_string(k.max) + "]";
+  if (has_min) return ">= " + std::to_string(k.min);
+  if (has_max) return "<= " + std::to_string(k.max);
+  return "";
+}
+
+// Checks a value against its key's type, range and validator; "" when fine.
+std::string check_value(const ConfigKey& k, const std::string& v) {
+  switch (k.type) {
+    case ConfigType::kInt:
+    case ConfigType::kLong: {
+      int64_t n = 0;
+      if (!parse_int64(v, &n)) return "'" + v + "' is not an integer";
+      int64_t lo = std::max(k.min, k.type == ConfigType::kInt ? int64_t{INT32_MIN} : INT64_MIN);
+      int64_t hi = std::min(k.max, k.type == ConfigType::kInt ? int64_t{INT32_MAX} : INT64_MAX);
+      if (n < lo) return "'" + v + "' is below the minimum " + std::to_string(lo);
+      if (n > hi) return "'" + v + "' is above the maximum " + std::to_string(hi);
+      break;
+    }
+    case ConfigType::kBool:
+      if (!parse_bool(v)) return "'" + v + "' is not a boolean (true or false)";
+      break;
+    case ConfigType::kString:
+    case ConfigType::kList:
+      break;
+  }
+  if (k.validate != nullptr) {
+    std::string why = k.validate(v);
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
+std::string substitute(std::string s, const std::string& data_dir) {
+  const std::string var = "${data.dir}";
+  for (size_t p = s.find(var); p != std::string::npos; p = s.find(var, p + data_dir.size())) {
+    s.replace(p, var.size(), data_dir);
+  }
+  return s;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xC0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  } else {
+    out += static_cast<char>(0xE0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
+    out += static_cast<char>(0x80 | (cp & 0x3F));
+  }
+}
+
+// Unescapes a key or value (Java Properties rules).
+Result<std::string> unescape(std::string_view s, const std::string& where) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (c != '\\' || i + 1 == s.size()) {
+      out += c;
+      continue;
+    }
+    char n = s[++i];
+    switch (n) {
+      case 't':
+        out += '\t';
+        break;
+      case 'n':
+        out += '\n';
+        break;
+      case 'r':
+        out += '\r';
+        break;
+      case 'f':
+        out += '\f';
+        break;
+      case 'u': {
+        uint32_t cp = 0;
+        for (int k = 0; k < 4; ++k) {
+          int d = i + 1 < s.size() ? hex_digit(s[i + 1]) : -1;
+          if (d < 0) {
+            return Error::make(Errc::kInvalidArgument, where + ": malformed \\uXXXX escape");
+          }
+          cp = cp * 16 + static_cast<uint32_t>(d);
+          ++i;
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:
+        out += n;
+    }
+  }
+  return out;
+}
+
+bool ends_with_odd_backslashes(std::string_view line) {
+  size_t n = 0;
+  while (n < line.size() && line[line.size() - 1 - n] == '\\') ++n;
+  return n % 2 == 1;
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() { return kKeys; }
+
+const ConfigKey* find_config_key(std::string_view name) {
+  for (const auto& k : kKeys) {
+    if (name == k.name) return &k;
+  }
+  return nullptr;
+}
+
+std::string Listener::to_string() const {
+  bool v6 = host.find(':') != std::string::npos;
+  return name + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+Result<std::vector<Listener>> parse_listeners(std::string_view text) {
+  std::vector<Listener> out;
+  for (const std::string& item : split_list(text)) {
+    auto bad = [&](const std::string& why) {
+      return Error::make(Errc::kInvalidArgument, "listener '" + item + "': " + why);
+    };
+    auto sep = item.find("://");
+    if (sep == std::string::npos) return bad("expected NAME://host:port");
+    Listener l;
+    l.name = item.substr(0, sep);
+    if (l.name.empty()) return bad("missing listener name");
+    for (char c : l.name) {
+      if (!(std::isupper(static_cast<unsigned char>(c)) ||
+            std::isdigit(static_cast<unsigned char>(c)) || c == '_')) {
+        return bad("listener names use A-Z, 0-9 and '_'");
+      }
+    }
+    if (l.name == "SSL" || l.name == "SASL_PLAINTEXT" || l.name == "SASL_SSL") {
+      return bad(l.name + " listeners are not supported yet (plaintext only)");
+    }
+    std::string hostport = item.substr(sep + 3);
+    std::string port_text;
+    if (!hostport.empty() && hostport[0] == '[') {
+      auto close = hostport.find(']');
+      if (close == std::string::npos || close + 1 >= hostport.size() ||
+          hostport[close + 1] != ':') {
+        return bad("expected [ipv6-address]:port");
+      }
+      l.host = hostport.substr(1, close - 1);
+      port_text = hostport.substr(close + 2);
+    } else {
+      auto colon = hostport.rfind(':');
+      if (colon == std::string::npos) return bad("missing ':port'");
+      l.host = hostport.substr(0, colon);
+      if (l.host.find(':') != std::string::npos) return bad("put IPv6 addresses in brackets");
+      port_text = hostport.substr(colon + 1);
+    }
+    int64_t port = 0;
+    if (!parse_int64(port_text, &port) || port < 0 || port > 65535) {
+      return bad("port '" + port_text + "' is not a number in 0..65535");
+    }
+    l.port = static_cast<uint16_t>(port);
+    for (const auto& other : out) {
+      if (other.name == l.name) return bad("listener name " + l.name + " is used twice");
+    }
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<Properties> parse_properties(std::string_view text, std::string_view origin) {
+  Properties props;
+  size_t pos = 0;
+  int line_no = 0;
+  while (pos < text.size()) {
+    // Gather one logical line (continuations joined, their leading blanks dropped).
+    std::string logical;
+    int first_line = line_no + 1;
+    bool continued = false;
+    do {
+      size_t eol = text.find('\n', pos);
+      if (eol == std::string_view::npos) eol = text.size();
+      std::string_view line = text.substr(pos, eol - pos);
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      pos = eol + 1;
+      ++line_no;
+      size_t b = 0;
+      while (b < line.size() && (line[b] == ' ' || line[b] == '\t' || line[b] == '\f')) ++b;
+      line.remove_prefix(b);
+      if (!continued && (line.empty() || line[0] == '#' || line[0] == '!')) break;
+      continued = ends_with_odd_backslashes(line);
+      if (continued) line.remove_suffix(1);
+      logical.append(line);
+    } while (continued && pos < text.size());
+    if (logical.empty()) continue;
+    std::string where = std::string(origin) + ":" + std::to_string(first_line);
+    // The key ends at the first unescaped '=', ':' or blank.
+    size_t k = 0;
+    while (k < logical.size()) {
+      char c = logical[k];
+      if (c == '\\') {
+        k += 2;
+        continue;
+      }
+      if (c == '=' || c == ':' || c == ' ' || c == '\t' || c == '\f') break;
+      ++k;
+    }
+    k = std::min(k, logical.size());
+    size_t v = k;
+    while (v < logical.size() && (logical[v] == ' ' || logical[v] == '\t')) ++v;
+    if (v < logical.size() && (logical[v] == '=' || logical[v] == ':')) ++v;
+    while (v < logical.size() && (logical[v] == ' ' || logical[v] == '\t')) ++v;
+    auto key = unescape(std::string_view(logical).substr(0, k), where);
+    if (!key.ok()) return key.error();
+    auto value = unescape(std::string_view(logical).substr(v), where);
+    if (!value.ok()) return value.error();
+    props.values[*key] = *value;
+    props.origin[*key] = where;
+  }
+  return props;
+}
+
+Result<Properties> read_properties_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return Error::make(Errc::kNotFound, "cannot read config file " + path.string());
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_properties(ss.str(), path.filename().string());
+}
+
+Status add_override(Properties& props, std::string_view kv) {
+  auto eq = kv.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    return Error::make(Errc::kInvalidArgument,
+                       "--override '" + std::string(kv) + "': expected key=value");
+  }
+  std::string key = trim(kv.substr(0, eq));
+  props.values[key] = std::string(kv.substr(eq + 1));
+  props.origin[key] = "--override";
+  return ok_status();
+}
+
+Result<Config> Config::load(const Properties& props) {
+  std::vector<std::string> errors;
+  for (const auto& [key, value] : props.values) {
+    if (find_config_key(key) == nullptr) {
+      auto o = props.origin.find(key);
+      errors.push_back("unknown configuration key '" + key + "'" +
+                       (o != props.origin.end() ? " (" + o->second + ")" : ""));
+    }
+  }
+  Config c;
+  auto given = [&](const char* name) -> const std::string* {
+    auto it = props.values.find(name);
+    return it == props.values.end() ? nullptr : &it->second;
+  };
+  const std::string* dd = given("data.dir");
+  std::string data_dir = dd != nullptr ? trim(*dd) : "./data";
+  for (const ConfigKey& k : kKeys) {
+    const std::string* v = given(k.name);
+    std::string value = v != nullptr ? *v : substitute(k.default_value, data_dir);
+    if (k.type != ConfigType::kString) value = trim(value);
+    std::string why = check_value(k, value);
+    if (!why.empty()) {
+      auto o = props.origin.find(k.name);
+      std::string from = o != props.origin.end() ? " (" + o->second + ")" : " (default)";
+      errors.push_back("configuration key '" + std::string(k.name) + "'" + from + ": " + why);
+      continue;
+    }
+    c.values_[k.name] = value;
+    c.set_[k.name] = v != nullptr;
+  }
+  if (errors.empty()) {
+    // Cross-key rules.
+    if (c.is_set("s3.wal.cache.size") != c.is_set("s3.block.cache.size")) {
+      errors.push_back(
+          "configuration keys 's3.wal.cache.size' and 's3.block.cache.size' must be set "
+          "together (or neither, for automatic sizing)");
+    }
+    auto adv = c.get_string("advertised.listeners");
+    if (!trim(adv).empty()) {
+      auto names = c.listeners();
+      auto advertised = parse_listeners(adv);  // validated above
+      for (const auto& a : *advertised) {
+        bool known = std::any_of(names.begin(), names.end(),
+                                 [&](const Listener& l) { return l.name == a.name; });
+        if (!known) {
+          errors.push_back("configuration key 'advertised.listeners': listener name " + a.name +
+                           " is not in 'listeners'");
+        }
+      }
+    }
+  }
+  if (!errors.empty()) {
+    std::string msg;
+    for (const auto& e : errors) msg += (msg.empty() ? "" : "\n") + e;
+    return Error::make(Errc::kInvalidArgument, msg);
+  }
+  return c;
+}
+
+Config Config::defaults() {
+  auto r = load(Properties{});
+  if (!r.ok()) throw std::logic_error("built-in defaults are invalid: " + r.error().message);
+  return std::move(r).value();
+}
+
+const std::string& Config::raw(std::string_view key, ConfigType type) const {
+  const ConfigKey* k = find_config_key(key);
+  if (k == nullptr) throw std::logic_error("no configuration key " + std::string(key));
+  bool compatible = k->type == type || (type == ConfigType::kLong && k->type == ConfigType::kInt);
+  if (!compatible) {
+    throw std::logic_error("configuration key " + std::string(key) + " is a " + type_name(k->type) +
+                           ", not a " + type_name(type));
+  }
+  return values_.find(key)->second;
+}
+
+const std::string& Config::get_string(std::string_view key) const {
+  const ConfigKey* k = find_config_key(key);
+  // Lists are strings too (raw text), for callers that parse them themselves.
+  return raw(
+      key, k != nullptr && k->type == ConfigType::kList ? ConfigType::kList : ConfigType::kString);
+}
+
+int64_t Config::get_long(std::string_view key) const {
+  int64_t n = 0;
+  parse_int64(raw(key, ConfigType::kLong), &n);
+  return n;
+}
+
+int32_t Config::get_int(std::string_view key) const {
+  int64_t n = 0;
+  parse_int64(raw(key, ConfigType::kInt), &n);
+  return static_cast<int32_t>(n);
+}
+
+bool Config::get_bool(std::string_view key) const {
+  return *parse_bool(raw(key, ConfigType::kBool));
+}
+
+std::vector<std::string> Config::get_list(std::string_view key) const {
+  return split_list(raw(key, ConfigType::kList));
+}
+
+bool Config::is_set(std::string_view key) const {
+  auto it = set_.find(key);
+  return it != set_.end() && it->second;
+}
+
+std::vector<Listener> Config::listeners() const {
+  auto r = parse_listeners(get_string("listeners"));  // validated by load()
+  return std::move(r).value();
+}
+
+std::vector<Listener> Config::advertised_listeners() const {
+  std::string adv = trim(get_string("advertised.listeners"));
+  std::vector<Listener> out;
+  if (adv.empty()) {
+    out = listeners();
+  } else {
+    auto r = parse_listeners(adv);  // validated by load()
+    out = std::move(r).value();
+  }
+  for (auto& l : out) {
+    if (l.host.empty() || l.host == "0.0.0.0" || l.host == "::") {
+      char name[256] = {};
+      if (::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0') {
+        l.host = name;
+      } else {
+        l.host = "127.0.0.1";
+      }
+    }
+  }
+  return out;
+}
+
+std::string Config::dump() const {
+  std::string out;
+  for (const ConfigKey& k : kKeys) out += std::string(k.name) + "=" + values_.at(k.name) + "\n";
+  return out;
+}
+
+void Config::resolve_memory_defaults(uint64_t ram) {
+  const int64_t heap = std::min<int64_t>(static_cast<int64_t>(ram / 4 * 3), 32 * kGiB);
+  const int64_t m = heap / 2;
+  int64_t wal = get_long("s3.wal.cache.size");
+  int64_t block = get_long("s3.block.cache.size");
+  if (wal < 0) wal = std::max(m / 3, (m - 3 * kGiB) * 2 / 3);
+  if (block < 0) block = std::max(m / 6, (m - 3 * kGiB) / 3);
+  int64_t threshold = get_long("s3.wal.upload.threshold");
+  if (threshold < 0) threshold = std::min(wal / 3, 500 * kMiB);
+  values_["s3.wal.cache.size"] = std::to_string(wal);
+  values_["s3.block.cache.size"] = std::to_string(block);
+  values_["s3.wal.upload.threshold"] = std::to_string(threshold);
+}
+
+std::string config_help_text() {
+  std::string out = "Configuration keys (server.properties or --override key=value):\n";
+  for (const ConfigKey& k : kKeys) {
+    std::string def = k.default_value;
+    out += "  " + std::string(k.name) + " (" + type_name(k.type) + ", default '" + def + "'";
+    std::string range = range_text(k);
+    if (!range.empty()) out += ", " + range;
+    out += ")\n";
+    // Wrap the documentation at ~96 columns, indented.
+    std::istringstream words(k.doc);
+    std::string word, line = "      ";
+    while (words >> word) {
+      if (line.size() + word.size() + 1 > 96 && line.size() > 6) {
+        out += line + "\n";
+        line = "      ";
+      }
+      line += (line.size() > 6 ? " " : "") + word;
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+// Markdown table cells: keep <placeholders> visible and pipes from splitting the cell.
+std::string md_cell(std::string_view s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') {
+      out += "&lt;";
+    } else if (c == '>') {
+      out += "&gt;";
+    } else if (c == '|') {
+      out += "\\|";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string config_docs_markdown() {
+  std::string out =
+      "# Configuration\n\n"
+      "<!-- Generated by `shale serve --print-config-docs` from the table in "
+      "src/app/config.cc; do not edit by hand (a unit test checks it is current). -->\n\n"
+      "`shale serve` reads a Kafka-style `server.properties` file (`--config FILE`) and then "
+      "any number of `--override key=value` options (later ones win). Every key has a "
+      "default, so no file is needed for a single local broker. An unknown key, a value of "
+      "the wrong type or out of range, or a listener that cannot be bound stops the start "
+      "with an error naming the key, and a non-zero exit code.\n\n"
+      "Keys that Kafka or AutoMQ have keep their names and meaning. `${data.dir}` in a "
+      "default stands for the value of `data.dir`.\n";
+  std::string group;
+  for (const ConfigKey& k : kKeys) {
+    if (group != k.group) {
+      group = k.group;
+      out += "\n## " + group + "\n\n| key | type | default | valid | description |\n";
+      out += "| --- | --- | --- | --- | --- |\n";
+    }
+    std::string def = k.default_value;
+    out += "| `" + std::string(k.name) + "` | " + type_name(k.type) + " | " +
+           (def.empty() ? "(empty)" : "`" + def + "`") + " | " + md_cell(range_text(k)) + " | " +
+           md_cell(k.doc) + " |\n";
+  }
+  return out;
+}
+
+std::string generate_cluster_id() {
+  static const char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  std::random_device rd;
+  uint8_t bytes[16];
+  for (auto& b : bytes) b = static_cast<uint8_t>(rd());
+  bytes[6] = static_cast<uint8_t>((bytes[6] & 0x0F) | 0x40);  // a version-4 UUID, as Kafka's
+  bytes[8] = static_cast<uint8_t>((bytes[8] & 0x3F) | 0x80);
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (uint8_t b : bytes) {
+    acc = (acc << 8) | b;
+    bits += 8;
+    while (bits >= 6) {
+      out += kAlphabet[(acc >> (bits - 6)) & 0x3F];
+      bits -= 6;
+    }
+  }
+  if (bits > 0) out += kAlphabet[(acc << (6 - bits)) & 0x3F];
+  return out;  // 22 characters
+}
+
+Result<std::string> ensure_cluster_id(const std::filesystem::path& data_dir,
+                                      const std::string& configured, int32_t node_id) {
+  const auto path = data_dir / "meta.properties";
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec)) {
+    auto props = read_properties_file(path);
+    if (!props.ok()) return props.error();
+    auto id = props->values.find("cluster.id");
+    if (id == props->values.end() || id->second.empty()) {
+      return Error::make(Errc::kCorruption, path.string() + " has no cluster.id");
+    }
+    if (!configured.empty() && configured != id->second) {
+      return Error::make(Errc::kInvalidArgument, "configuration key 'cluster.id': '" + configured +
+                                                     "' does not match '" + id->second +
+                                                     "' stored in " + path.string());
+    }
+    auto stored_node = props->values.find("node.id");
+    if (stored_node != props->values.end() && stored_node->second != std::to_string(node_id)) {
+      return Error::make(Errc::kInvalidArgument,
+                         "configuration key 'node.id': " + std::to_string(node_id) +
+                             " does not match " + stored_node->second + " stored in " +
+                             path.string());
+    }
+    return id->second;
+  }
+  std::string id = configured.empty() ? generate_cluster_id() : configured;
+  // Write then rename, so a crash never leaves a half-written file.
+  const auto tmp = data_dir / "meta.properties.tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << "#Written by shale serve on first start\nversion=1\ncluster.id=" << id
+        << "\nnode.id=" << node_id << "\n";
+    out.flush();
+    if (!out) return Error::make(Errc::kIoError, "cannot write " + tmp.string());
+  }
+  std::filesystem::rename(tmp, path, ec);
+  if (ec)
+    return Error::make(Errc::kIoError, "cannot create " + path.string() + ": " + ec.message());
+  return id;
+}
+
+}  // namespace shale::app

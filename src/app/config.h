@@ -1,0 +1,115 @@
+// Broker configuration: one table of keys (name, type, default, documentation, range and
+// validator) from which parsing, validation, `shale serve --help` and docs/configuration.md are
+// all produced. Input is a Kafka-style server.properties file plus `--override key=value`.
+//
+// Adding a key: add one row to the table in config.cc (keys that Kafka or AutoMQ have keep
+// their names, types and defaults), read it with Config::get_*(), then regenerate the docs with
+// `shale serve --print-config-docs > docs/configuration.md` (a unit test checks they match).
+//
+// Threads: a Config is built once at start-up and is immutable afterwards; read it from any
+// thread. Invariants: a loaded Config holds a valid value for every key in the table; get_*() on
+// a name not in the table or of another type is a programmer error (throws std::logic_error).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+
+namespace shale::app {
+
+enum class ConfigType { kString, kInt, kLong, kBool, kList };
+
+struct ConfigKey {
+  const char* name;
+  ConfigType type;
+  // As written in server.properties. "${data.dir}" is replaced by the value of data.dir.
+  const char* default_value;
+  const char* group;  // section in the docs
+  const char* doc;
+  int64_t min = INT64_MIN;  // inclusive range for kInt / kLong
+  int64_t max = INT64_MAX;
+  // Further check of a type-correct value: returns "" if fine, else the reason.
+  std::string (*validate)(std::string_view value) = nullptr;
+};
+
+// The table, in documentation order.
+const std::vector<ConfigKey>& config_keys();
+const ConfigKey* find_config_key(std::string_view name);
+
+// One entry of `listeners` / `advertised.listeners`: NAME://host:port.
+struct Listener {
+  std::string name;
+  std::string host;  // without brackets for IPv6; empty = all interfaces
+  uint16_t port = 0;
+  std::string to_string() const;
+};
+Result<std::vector<Listener>> parse_listeners(std::string_view text);
+
+// key -> value, plus where each came from (for error messages).
+struct Properties {
+  std::map<std::string, std::string> values;
+  std::map<std::string, std::string> origin;  // "server.properties:12", "--override"
+};
+
+// Java Properties syntax: `key=value`, `key: value` or `key value`; `#`/`!` comments; a line
+// ending in a backslash continues; escapes \t \n \r \f \uXXXX and \<char>. Last one wins.
+Result<Properties> parse_properties(std::string_view text, std::string_view origin);
+Result<Properties> read_properties_file(const std::filesystem::path& path);
+// `key=value` from the command line.
+Status add_override(Properties& props, std::string_view key_eq_value);
+
+class Config {
+ public:
+  // Validates every given key against the table and fills in defaults. The error lists every
+  // problem found, one per line, each naming its key and origin.
+  static Result<Config> load(const Properties& props);
+  // Defaults only (tests, docs).
+  static Config defaults();
+
+  const std::string& get_string(std::string_view key) const;
+  int32_t get_int(std::string_view key) const;
+  int64_t get_long(std::string_view key) const;
+  bool get_bool(std::string_view key) const;
+  std::vector<std::string> get_list(std::string_view key) const;
+  // True when the user set the key (file or override) rather than taking the default.
+  bool is_set(std::string_view key) const;
+
+  std::vector<Listener> listeners() const;
+  // advertised.listeners, or listeners when unset; a wildcard host is replaced by this
+  // machine's host name (as Kafka does).
+  std::vector<Listener> advertised_listeners() const;
+
+  // Every key with its effective value, in table order ("key=value" lines).
+  std::string dump() const;
+
+  // AutoMQ's automatic memory sizing (storage.md §4.5) for keys left at -1: with
+  // M = min(75% of RAM, 32 GiB) / 2 (AutoMQ: half the heap, heap = min(75% RAM, 32 GiB)),
+  // s3.wal.cache.size = max(M/3, (M - 3 GiB) * 2/3), s3.block.cache.size = max(M/6, (M - 3 GiB)/3),
+  // s3.wal.upload.threshold = min(wal cache / 3, 500 MiB).
+  void resolve_memory_defaults(uint64_t physical_memory_bytes);
+
+ private:
+  const std::string& raw(std::string_view key, ConfigType type) const;
+  std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, bool, std::less<>> set_;
+};
+
+// `shale serve --help` footer: every key with type, default and documentation.
+std::string config_help_text();
+// The whole of docs/configuration.md.
+std::string config_docs_markdown();
+
+// Kafka keeps the cluster id in <log dir>/meta.properties; so do we, in data.dir. Creates the
+// file (with a new random id unless `configured` is set) on first start; afterwards the
+// stored id wins and a different configured cluster.id or node.id is an error.
+Result<std::string> ensure_cluster_id(const std::filesystem::path& data_dir,
+                                      const std::string& configured, int32_t node_id);
+// A Kafka-style cluster id: 16 random bytes, URL-safe base64 without padding (22 chars).
+std::string generate_cluster_id();
+
+}  // namespace shale::app

@@ -1,0 +1,165 @@
+// `shale serve`: load the configuration, prepare data.dir, start the shards and the Kafka
+// listeners, print one banner line on stdout, and run until SIGTERM or SIGINT.
+//
+// Threads: main() blocks SIGINT/SIGTERM before any thread starts, so only its sigwait() sees
+// them; the shards (net::ShardPool) run everything else.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <CLI/CLI.hpp>
+
+#include "app/command.h"
+#include "app/config.h"
+#include "base/log.h"
+#include "net/server.h"
+
+namespace shale::app {
+namespace {
+
+// Until the Kafka request dispatcher exists, every request closes its connection: the broker
+// cannot answer anything yet, and a client seeing a closed connection retries elsewhere or
+// fails fast instead of waiting for a response that never comes.
+class NoApiHandler : public net::FrameHandler {
+ public:
+  asio::awaitable<net::Response> handle(const net::ConnectionInfo& conn, Buffer) override {
+    uint64_t suppressed = 0;
+    if (limiter_.allow(&suppressed)) {
+      spdlog::warn("no request handlers yet: closing connection from {} [{} more suppressed]",
+                   conn.peer, suppressed);
+    }
+    co_return net::Response::close_connection();
+  }
+
+ private:
+  log::RateLimiter limiter_{10000};
+};
+
+std::string host_port(const asio::ip::tcp::endpoint& ep) {
+  std::string a = ep.address().to_string();
+  if (ep.address().is_v6()) a = "[" + a + "]";
+  return a + ":" + std::to_string(ep.port());
+}
+
+uint64_t physical_memory() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+int fail(const std::string& msg, int code = 1) {
+  std::fprintf(stderr, "shale serve: %s\n", msg.c_str());
+  return code;
+}
+
+int serve_main(int argc, char** argv) {
+  CLI::App cli("Run a Shale broker: Kafka protocol on the configured listeners.", "shale serve");
+  std::string config_file;
+  std::vector<std::string> overrides;
+  std::string log_level = "info";
+  bool print_docs = false;
+  cli.add_option("--config", config_file, "server.properties file to read");
+  cli.add_option("--override", overrides, "key=value, applied after the file (repeatable)")
+      ->take_all()
+      ->allow_extra_args(false);
+  cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  cli.add_flag("--print-config-docs", print_docs,
+               "print docs/configuration.md (generated from the key table) and exit");
+  cli.footer("\n" + config_help_text());
+  try {
+    cli.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return cli.exit(e);
+  }
+  if (print_docs) {
+    std::fputs(config_docs_markdown().c_str(), stdout);
+    return 0;
+  }
+
+  // Logs go to stderr so that stdout carries only the banner.
+  spdlog::set_default_logger(spdlog::stderr_color_mt("shale"));
+  log::init(log_level);
+
+  Properties props;
+  if (!config_file.empty()) {
+    auto r = read_properties_file(config_file);
+    if (!r.ok()) return fail(r.error().message, 2);
+    props = std::move(r).value();
+  }
+  for (const auto& o : overrides) {
+    auto st = add_override(props, o);
+    if (!st.ok()) return fail(st.error().message, 2);
+  }
+  auto loaded = Config::load(props);
+  if (!loaded.ok()) return fail(loaded.error().message, 2);
+  Config cfg = std::move(loaded).value();
+  cfg.resolve_memory_defaults(physical_memory());
+
+  const std::filesystem::path data_dir = cfg.get_string("data.dir");
+  std::error_code ec;
+  std::filesystem::create_directories(data_dir, ec);
+  if (ec) {
+    return fail("configuration key 'data.dir': cannot create " + data_dir.string() + ": " +
+                ec.message());
+  }
+  auto cluster_id =
+      ensure_cluster_id(data_dir, cfg.get_string("cluster.id"), cfg.get_int("node.id"));
+  if (!cluster_id.ok()) return fail(cluster_id.error().message);
+
+  // Before any thread exists, so that every thread inherits the mask and only sigwait() below
+  // receives the signals.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  net::ServerOptions opts;
+  for (const auto& l : cfg.listeners()) opts.listeners.push_back({l.name, l.host, l.port});
+  opts.max_request_bytes = cfg.get_int("socket.request.max.bytes");
+  opts.idle_timeout_ms = cfg.get_long("connections.max.idle.ms");
+  opts.max_inflight_per_connection =
+      static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
+  opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
+
+  NoApiHandler handler;  // outlives the pool (see net/frame_handler.h)
+  net::ShardPool pool(static_cast<size_t>(cfg.get_int("num.network.threads")));
+  net::Server server(opts, pool, handler);
+  if (auto st = server.bind(); !st.ok()) {
+    return fail("configuration key 'listeners': " + st.error().message);
+  }
+  pool.start();
+  server.start();
+
+  auto eps = server.local_endpoints();
+  std::string where = host_port(eps.at(0));
+  std::string try_addr = where;
+  if (eps[0].address().is_unspecified()) try_addr = "127.0.0.1:" + std::to_string(eps[0].port());
+  for (size_t i = 1; i < eps.size(); ++i) where += ", " + host_port(eps[i]);
+  spdlog::info("node {} of cluster {}, {} shards, data in {}", cfg.get_int("node.id"), *cluster_id,
+               pool.size(), data_dir.string());
+  std::printf("Shale %s serving Kafka on %s (data in %s) — try: kcat -b %s -L\n", SHALE_VERSION,
+              where.c_str(), data_dir.string().c_str(), try_addr.c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  server.stop();
+  pool.stop(opts.shutdown_drain_ms);
+  spdlog::info("stopped");
+  return 0;
+}
+
+Registrar reg({"serve", "run a broker (Kafka protocol on 127.0.0.1:9092 by default)", &serve_main});
+
+}  // namespace
+}  // namespace shale::app

@@ -1,0 +1,57 @@
+// FrameHandler: what the network layer hands each request frame to. net/ knows nothing about
+// the Kafka protocol: a frame is the bytes between one 4-byte big-endian size prefix and the
+// next. The broker supplies the handler (decode header, route by API key, encode response).
+//
+// Threads: handle() is called on the connection's shard and its coroutine is started there; it
+// may hop to other shards (ShardPool::run_on) and come back. Calls for one connection may
+// overlap (pipelining, up to the configured in-flight bound) and may finish in any order; the
+// server writes the responses in request order regardless.
+// Lifetime: the handler object must outlive the Server and the ShardPool it runs on (a handler
+// coroutine cut short by a shutdown is destroyed with the pool).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <asio/awaitable.hpp>
+
+#include "base/buffer.h"
+
+namespace shale::net {
+
+// Read-only facts about a connection, valid for the connection's lifetime.
+struct ConnectionInfo {
+  uint64_t id = 0;       // unique per server run
+  size_t shard = 0;      // the shard that owns the connection
+  std::string listener;  // listener name, e.g. "PLAINTEXT"
+  std::string peer;      // "host:port" of the client
+};
+
+struct Response {
+  // The response frame without its size prefix (the server adds it), or nullopt when the
+  // request gets no response (acks=0 produce).
+  std::optional<BufferChain> frame;
+  // Close the connection after writing `frame` (if any) and every earlier response. Requests
+  // read after this one are dropped unanswered.
+  bool close = false;
+
+  static Response none() { return Response{}; }
+  static Response reply(BufferChain c) { return Response{std::move(c), false}; }
+  static Response close_connection() { return Response{std::nullopt, true}; }
+};
+
+class FrameHandler {
+ public:
+  virtual ~FrameHandler() = default;
+  // `frame` excludes the size prefix; it is a slice of the buffer the server read it into and
+  // can be kept (sliced, stored) without copying. An exception escaping handle() is logged
+  // (rate-limited) and closes the connection.
+  virtual asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame) = 0;
+  // Called on the connection's shard when a connection opens and after it has closed; useful
+  // for per-connection state (e.g. SASL later). Default: nothing.
+  virtual void on_open(const ConnectionInfo&) {}
+  virtual void on_close(const ConnectionInfo&) {}
+};
+
+}  // namespace shale::net

@@ -1,0 +1,464 @@
+#include "net/server.h"
+
+#include <array>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include <asio/detached.hpp>
+#include <asio/read.hpp>
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/write.hpp>
+
+#include "base/endian.h"
+
+namespace shale::net {
+
+using asio::awaitable;
+using asio::use_awaitable;
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string endpoint_string(const tcp::endpoint& ep) {
+  auto addr = ep.address().to_string();
+  if (ep.address().is_v6()) return "[" + addr + "]:" + std::to_string(ep.port());
+  return addr + ":" + std::to_string(ep.port());
+}
+
+// Wakes one coroutine parked on a timer. Everything using it runs on one shard thread, and a
+// waiter re-checks its condition before parking, so a wake-up cannot be lost.
+awaitable<void> park(asio::steady_timer& t) {
+  std::error_code ec;
+  t.expires_at(Clock::time_point::max());
+  co_await t.async_wait(asio::redirect_error(use_awaitable, ec));
+}
+
+}  // namespace
+
+class Connection;
+
+struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
+  Impl(ServerOptions o, ShardPool& p, FrameHandler& h)
+      : opts(std::move(o)), pool(p), handler(h), registry(p.size()) {}
+
+  awaitable<void> accept_loop(size_t idx);
+  void connection_gone();
+
+  ServerOptions opts;
+  ShardPool& pool;
+  FrameHandler& handler;
+  std::vector<std::unique_ptr<tcp::acceptor>> acceptors;  // owned by shard 0 once started
+  std::vector<tcp::endpoint> endpoints;
+  // Per shard: the open connections, touched only on that shard's thread.
+  std::vector<std::unordered_map<uint64_t, std::weak_ptr<Connection>>> registry;
+  std::atomic<size_t> open{0};
+  std::atomic<uint64_t> accepted{0};
+  std::atomic<uint64_t> next_id{1};
+  std::atomic<size_t> round_robin{0};
+  std::atomic<bool> stopping{false};
+  std::atomic<size_t> accept_loops{0};
+  log::RateLimiter bad_frame_log{10000};
+  log::RateLimiter handler_error_log{10000};
+  log::RateLimiter accept_error_log{10000};
+  std::mutex mu;
+  std::condition_variable cv;  // signalled when `open` or `accept_loops` drops
+  bool started = false;
+};
+
+// One client connection. Lives on its shard; its coroutines (reader, writer, idle watchdog and
+// one per in-flight request) each hold a shared_ptr, so it is destroyed after the last ends.
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(std::shared_ptr<Server::Impl> srv, tcp::socket sock, ConnectionInfo info)
+      : srv_(std::move(srv)),
+        socket_(std::move(sock)),
+        info_(std::move(info)),
+        writer_wake_(socket_.get_executor()),
+        reader_wake_(socket_.get_executor()),
+        idle_timer_(socket_.get_executor()),
+        last_activity_(Clock::now()) {}
+
+  ~Connection() {
+    if (opened_) srv_->handler.on_close(info_);
+    srv_->connection_gone();
+  }
+
+  // On the owning shard.
+  void start() {
+    auto self = shared_from_this();
+    if (srv_->stopping.load()) {
+      close();
+      return;
+    }
+    srv_->registry[info_.shard][info_.id] = self;
+    opened_ = true;
+    srv_->handler.on_open(info_);
+    auto ex = socket_.get_executor();
+    asio::co_spawn(ex, read_loop(self), asio::detached);
+    asio::co_spawn(ex, write_loop(self), asio::detached);
+    if (srv_->opts.idle_timeout_ms > 0) asio::co_spawn(ex, idle_loop(self), asio::detached);
+  }
+
+  // Idempotent; on the owning shard. Pending reads/writes/waits complete with an error.
+  void close() {
+    if (closed_) return;
+    closed_ = true;
+    std::error_code ec;
+    socket_.shutdown(tcp::socket::shutdown_both, ec);
+    socket_.close(ec);
+    writer_wake_.cancel();
+    reader_wake_.cancel();
+    idle_timer_.cancel();
+    srv_->registry[info_.shard].erase(info_.id);
+  }
+
+ private:
+  struct Slot {
+    bool done = false;
+    Response resp;
+    std::array<uint8_t, 4> prefix{};
+  };
+
+  void bad_frame(const char* what, int64_t size) {
+    uint64_t suppressed = 0;
+    if (srv_->bad_frame_log.allow(&suppressed)) {
+      spdlog::warn("closing connection from {} ({}): {} frame size {} (limit {}){}", info_.peer,
+                   info_.listener, what, size, srv_->opts.max_request_bytes,
+                   suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+    }
+  }
+
+  awaitable<void> read_loop(std::shared_ptr<Connection> self) {
+    const size_t max_inflight = std::max<size_t>(1, srv_->opts.max_inflight_per_connection);
+    auto ex = socket_.get_executor();
+    // The next size prefix; body reads also fill it when the client has already sent it
+    // (pipelining), which saves one read call per request.
+    std::array<uint8_t, 4> hdr;
+    size_t hdr_have = 0;
+    for (;;) {
+      while (!closed_ && !close_requested_ && queue_.size() >= max_inflight) {
+        co_await park(reader_wake_);
+      }
+      // A handler asked to close: the writer flushes the earlier responses and closes.
+      if (close_requested_) co_return;
+      if (closed_) break;
+      std::error_code ec;
+      if (hdr_have < hdr.size()) {
+        co_await asio::async_read(socket_, asio::buffer(hdr.data() + hdr_have, 4 - hdr_have),
+                                  asio::redirect_error(use_awaitable, ec));
+        if (ec == asio::error::eof && hdr_have == 0) {
+          // The client finished sending: answer what it sent, then close.
+          close_requested_ = true;
+          writer_wake_.cancel();
+          co_return;
+        }
+        if (ec || closed_) break;  // reset, EOF inside a size prefix, or close()
+      }
+      hdr_have = 0;
+      last_activity_ = Clock::now();
+      int32_t size = static_cast<int32_t>(be::load32(hdr.data()));
+      if (size < 0) {
+        bad_frame("negative", size);
+        break;
+      }
+      if (size > srv_->opts.max_request_bytes) {
+        bad_frame("oversized", size);
+        break;
+      }
+      if (size > 64 * 1024) {
+        // Allocate a large frame only once its body starts arriving, so that a client cannot
+        // pin big buffers with size prefixes alone.
+        co_await socket_.async_wait(tcp::socket::wait_read,
+                                    asio::redirect_error(use_awaitable, ec));
+        if (ec || closed_) break;
+      }
+      // The frame's one allocation; it becomes the Buffer owner, so later stages slice it.
+      std::shared_ptr<uint8_t[]> mem(new uint8_t[size > 0 ? size : 1]);
+      const size_t want = static_cast<size_t>(size);
+      size_t got = 0;
+      while (got < want && !ec) {
+        std::array<asio::mutable_buffer, 2> bufs{asio::buffer(mem.get() + got, want - got),
+                                                 asio::buffer(hdr)};
+        size_t n = co_await socket_.async_read_some(bufs, asio::redirect_error(use_awaitable, ec));
+        if (n > want - got) {
+          hdr_have = n - (want - got);
+          n = want - got;
+        }
+        got += n;
+      }
+      if (got < want || closed_) {
+        if (ec && ec != asio::error::operation_aborted) {
+          spdlog::debug("connection from {} ended inside a {}-byte frame: {}", info_.peer, size,
+                        ec.message());
+        }
+        break;
+      }
+      last_activity_ = Clock::now();
+      const uint8_t* p = mem.get();
+      Buffer frame(std::shared_ptr<const void>(std::move(mem), p), p, static_cast<size_t>(size));
+      auto slot = std::make_shared<Slot>();
+      queue_.push_back(slot);
+      asio::co_spawn(ex, handle_one(self, std::move(slot), std::move(frame)), asio::detached);
+    }
+    close();
+  }
+
+  awaitable<void> handle_one(std::shared_ptr<Connection> /*keep_alive*/, std::shared_ptr<Slot> slot,
+                             Buffer frame) {
+    Response r;
+    try {
+      r = co_await srv_->handler.handle(info_, std::move(frame));
+    } catch (const std::exception& e) {
+      uint64_t suppressed = 0;
+      if (srv_->handler_error_log.allow(&suppressed)) {
+        spdlog::error("request handler failed on connection from {}: {}; closing it{}", info_.peer,
+                      e.what(),
+                      suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      r = Response::close_connection();
+    }
+    if (r.frame && r.frame->size() > static_cast<size_t>(INT32_MAX)) {
+      spdlog::error("response of {} bytes does not fit a frame; closing connection from {}",
+                    r.frame->size(), info_.peer);
+      r = Response::close_connection();
+    }
+    if (r.close) {
+      // Stop reading: requests after this one will not be answered.
+      close_requested_ = true;
+      reader_wake_.cancel();
+    }
+    slot->resp = std::move(r);
+    slot->done = true;
+    writer_wake_.cancel();
+  }
+
+  awaitable<void> write_loop(std::shared_ptr<Connection> /*keep_alive*/) {
+    constexpr size_t kMaxBatch = 64;  // responses gathered into one write
+    std::vector<asio::const_buffer> bufs;
+    std::vector<std::shared_ptr<Slot>> batch;
+    for (;;) {
+      while (!closed_ && (queue_.empty() || !queue_.front()->done)) {
+        if (close_requested_ && queue_.empty()) break;
+        co_await park(writer_wake_);
+      }
+      if (closed_ || queue_.empty()) break;
+      bufs.clear();
+      batch.clear();
+      bool close_after = false;
+      while (!queue_.empty() && queue_.front()->done && batch.size() < kMaxBatch) {
+        auto s = std::move(queue_.front());
+        queue_.pop_front();
+        if (s->resp.frame) {
+          be::store32(s->prefix.data(), static_cast<uint32_t>(s->resp.frame->size()));
+          bufs.emplace_back(s->prefix.data(), s->prefix.size());
+          for (const Buffer& b : s->resp.frame->parts()) {
+            if (!b.empty()) bufs.emplace_back(b.data(), b.size());
+          }
+        }
+        close_after = s->resp.close;
+        batch.push_back(std::move(s));
+        if (close_after) break;
+      }
+      reader_wake_.cancel();  // room for more in-flight requests
+      if (!bufs.empty()) {
+        std::error_code ec;
+        co_await asio::async_write(socket_, bufs, asio::redirect_error(use_awaitable, ec));
+        if (ec) break;
+        last_activity_ = Clock::now();
+      }
+      batch.clear();  // release the response buffers now, not at the next write
+      if (close_after) break;
+    }
+    close();
+  }
+
+  awaitable<void> idle_loop(std::shared_ptr<Connection> /*keep_alive*/) {
+    // Clamped so that last_activity_ + idle cannot overflow the clock (the key is a long).
+    constexpr int64_t kTenYearsMs = int64_t{10} * 365 * 24 * 3600 * 1000;
+    const auto idle = std::chrono::milliseconds(std::min(srv_->opts.idle_timeout_ms, kTenYearsMs));
+    while (!closed_) {
+      idle_timer_.expires_at(last_activity_ + idle);
+      std::error_code ec;
+      co_await idle_timer_.async_wait(asio::redirect_error(use_awaitable, ec));
+      if (closed_) break;
+      auto now = Clock::now();
+      if (!queue_.empty()) {
+        // A request being handled is not idleness (a long-poll fetch may wait a while).
+        last_activity_ = now;
+      } else if (now - last_activity_ >= idle) {
+        spdlog::debug("closing connection from {}: idle for {} ms", info_.peer,
+                      srv_->opts.idle_timeout_ms);
+        close();
+      }
+    }
+  }
+
+  std::shared_ptr<Server::Impl> srv_;
+  tcp::socket socket_;
+  ConnectionInfo info_;
+  asio::steady_timer writer_wake_;
+  asio::steady_timer reader_wake_;
+  asio::steady_timer idle_timer_;
+  Clock::time_point last_activity_;
+  // Requests in arrival order, handled or not; the writer pops from the front.
+  std::deque<std::shared_ptr<Slot>> queue_;
+  bool opened_ = false;
+  bool closed_ = false;
+  bool close_requested_ = false;
+};
+
+void Server::Impl::connection_gone() {
+  std::lock_guard lk(mu);
+  --open;
+  cv.notify_all();
+}
+
+awaitable<void> Server::Impl::accept_loop(size_t idx) {
+  auto self = shared_from_this();
+  tcp::acceptor& acc = *acceptors[idx];
+  const std::string& listener = opts.listeners[idx].name;
+  asio::steady_timer backoff(acc.get_executor());
+  while (!stopping.load()) {
+    size_t target = round_robin.fetch_add(1) % pool.size();
+    std::error_code ec;
+    tcp::socket sock =
+        co_await acc.async_accept(pool.context(target), asio::redirect_error(use_awaitable, ec));
+    if (stopping.load() || ec == asio::error::operation_aborted) break;
+    if (ec) {
+      // Typically EMFILE: back off instead of spinning on a listener that stays readable.
+      if (accept_error_log.allow()) spdlog::warn("accept on {} failed: {}", listener, ec.message());
+      backoff.expires_after(std::chrono::milliseconds(100));
+      co_await backoff.async_wait(asio::redirect_error(use_awaitable, ec));
+      continue;
+    }
+    std::error_code opt_ec;
+    sock.set_option(tcp::no_delay(true), opt_ec);
+    ConnectionInfo info;
+    info.id = next_id.fetch_add(1);
+    info.shard = target;
+    info.listener = listener;
+    auto peer = sock.remote_endpoint(opt_ec);
+    info.peer = opt_ec ? "?" : endpoint_string(peer);
+    {
+      std::lock_guard lk(mu);
+      ++open;
+    }
+    ++accepted;
+    auto conn = std::make_shared<Connection>(self, std::move(sock), std::move(info));
+    pool.post(target, [conn] { conn->start(); });
+  }
+  std::lock_guard lk(mu);
+  --accept_loops;
+  cv.notify_all();
+}
+
+Server::Server(ServerOptions opts, ShardPool& pool, FrameHandler& handler)
+    : impl_(std::make_shared<Impl>(std::move(opts), pool, handler)) {}
+
+Server::~Server() { stop(); }
+
+size_t Server::open_connections() const noexcept { return impl_->open.load(); }
+uint64_t Server::accepted_connections() const noexcept { return impl_->accepted.load(); }
+
+Status Server::bind() {
+  Impl& s = *impl_;
+  s.acceptors.clear();
+  s.endpoints.clear();
+  asio::io_context& io = s.pool.context(0);
+  for (const ListenerSpec& l : s.opts.listeners) {
+    std::string where = l.name + "://" + l.host + ":" + std::to_string(l.port);
+    tcp::endpoint ep;
+    if (l.host.empty() || l.host == "0.0.0.0") {
+      ep = tcp::endpoint(asio::ip::address_v4::any(), l.port);
+    } else {
+      std::error_code ec;
+      auto addr = asio::ip::make_address(l.host, ec);
+      if (!ec) {
+        ep = tcp::endpoint(addr, l.port);
+      } else {
+        // A host name: resolve it now (start-up, not on an event loop).
+        tcp::resolver resolver(io);
+        auto results = resolver.resolve(l.host, std::to_string(l.port), ec);
+        if (ec || results.empty()) {
+          s.acceptors.clear();
+          return Error::make(Errc::kInvalidArgument,
+                             "listener " + where + ": cannot resolve host '" + l.host +
+                                 "': " + (ec ? ec.message() : "no addresses"));
+        }
+        ep = results.begin()->endpoint();
+        for (const auto& r : results) {
+          if (r.endpoint().address().is_v4()) {
+            ep = r.endpoint();
+            break;
+          }
+        }
+      }
+    }
+    auto acc = std::make_unique<tcp::acceptor>(io);
+    std::error_code ec;
+    acc->open(ep.protocol(), ec);
+    if (!ec) acc->set_option(tcp::acceptor::reuse_address(true), ec);
+    if (!ec) acc->bind(ep, ec);
+    if (!ec) acc->listen(asio::socket_base::max_listen_connections, ec);
+    if (ec) {
+      s.acceptors.clear();
+      return Error::make(Errc::kIoError, "listener " + where + ": cannot listen on " +
+                                             endpoint_string(ep) + ": " + ec.message());
+    }
+    s.endpoints.push_back(acc->local_endpoint(ec));
+    s.acceptors.push_back(std::move(acc));
+  }
+  return ok_status();
+}
+
+void Server::start() {
+  Impl& s = *impl_;
+  if (s.started) return;
+  s.started = true;
+  s.accept_loops = s.acceptors.size();
+  for (size_t i = 0; i < s.acceptors.size(); ++i) {
+    asio::co_spawn(s.pool.context(0), s.accept_loop(i), asio::detached);
+  }
+}
+
+void Server::stop() {
+  Impl& s = *impl_;
+  if (s.stopping.exchange(true)) return;
+  if (!s.started || !s.pool.running()) {
+    s.acceptors.clear();
+    return;
+  }
+  auto impl = impl_;
+  // Acceptors belong to shard 0; closing them ends the accept loops.
+  s.pool.post(0, [impl] {
+    for (auto& a : impl->acceptors) {
+      std::error_code ec;
+      a->close(ec);
+    }
+  });
+  for (size_t i = 0; i < s.pool.size(); ++i) {
+    s.pool.post(i, [impl, i] {
+      std::vector<std::shared_ptr<Connection>> conns;
+      for (auto& [id, weak] : impl->registry[i]) {
+        if (auto c = weak.lock()) conns.push_back(std::move(c));
+      }
+      for (auto& c : conns) c->close();
+    });
+  }
+  std::unique_lock lk(s.mu);
+  bool done = s.cv.wait_for(lk, std::chrono::milliseconds(s.opts.shutdown_drain_ms),
+                            [&] { return s.open.load() == 0 && s.accept_loops.load() == 0; });
+  if (!done) {
+    spdlog::warn("{} connection(s) still finishing requests after {} ms", s.open.load(),
+                 s.opts.shutdown_drain_ms);
+  }
+}
+
+std::vector<tcp::endpoint> Server::local_endpoints() const { return impl_->endpoints; }
+
+}  // namespace shale::net

@@ -1,0 +1,83 @@
+// BlockCache: data blocks read from objects, for catch-up reads (brief §4.3), bounded by
+// s3.block.cache.size.
+//
+// - Single flight: concurrent requests for the same (object, block) share one ranged GET.
+// - Reader-aware eviction (beyond AutoMQ's read-once rule): the cache knows where active
+//   sequential readers of each stream are. When space is needed it first evicts, oldest first,
+//   blocks that no active reader is still approaching; blocks ahead of some reader (within the
+//   read-ahead horizon) go last. So staggered consumers of the same cold data fetch each block
+//   once instead of once per consumer, while a block every reader has passed is freed first.
+// Threading: thread-safe (one mutex); get() blocks the calling read worker while loading.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "base/buffer.h"
+#include "base/result.h"
+
+namespace shale::storage {
+
+struct BlockKey {
+  int64_t object_id = 0;
+  uint32_t index = 0;
+  bool operator==(const BlockKey& o) const { return object_id == o.object_id && index == o.index; }
+};
+struct BlockKeyHash {
+  size_t operator()(const BlockKey& k) const {
+    return std::hash<int64_t>()(k.object_id) * 31 + k.index;
+  }
+};
+
+struct BlockSpan {
+  int64_t stream_id = 0;
+  int64_t start = 0;
+  int64_t end = 0;
+};
+
+class BlockCache {
+ public:
+  BlockCache(uint64_t capacity, uint64_t horizon) : capacity_(capacity), horizon_(horizon) {}
+
+  // Returns the block, calling load() (a blocking ranged GET) only if no other thread has it
+  // or is loading it. *loaded tells whether this call did the GET.
+  Result<Buffer> get(const BlockKey& key, const BlockSpan& span,
+                     const std::function<Result<Buffer>()>& load, bool* loaded = nullptr);
+  bool contains(const BlockKey& key) const;
+  // Sequential reader bookkeeping: a reader of `stream` moved from `from` (-1: new) to `to`.
+  void move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms);
+  void drop_object(int64_t object_id);
+  uint64_t bytes() const;
+
+ private:
+  struct Entry {
+    Buffer data;
+    BlockSpan span;
+    std::list<BlockKey>::iterator lru;
+  };
+  struct Loading {
+    bool done = false;
+    Result<Buffer> result = Error::make(Errc::kInternal, "loading");
+    std::condition_variable cv;
+  };
+  bool wanted_locked(const BlockSpan& s, int64_t now_ms) const;
+  void make_room_locked(uint64_t need);
+
+  uint64_t capacity_;
+  uint64_t horizon_;  // offsets: how far ahead of a reader a block counts as "approached"
+  mutable std::mutex mu_;
+  std::unordered_map<BlockKey, Entry, BlockKeyHash> entries_;
+  std::list<BlockKey> lru_;  // front = least recently used
+  std::unordered_map<BlockKey, std::shared_ptr<Loading>, BlockKeyHash> loading_;
+  // stream -> (reader position -> (reader count at that position, last use))
+  std::map<int64_t, std::map<int64_t, std::pair<int, int64_t>>> readers_;
+  uint64_t bytes_ = 0;
+};
+
+}  // namespace shale::storage

@@ -1,0 +1,209 @@
+// EngineImpl / StreamImpl: the implementation behind engine.h. Internal to storage/.
+//
+// Threads (all owned by the engine):
+// - the WAL thread (inside FileWal/ObjectWal): writes, syncs, then runs append completions,
+//   which insert into the LogCache and call the user callbacks, in WAL order;
+// - the uploader: seals LogCache blocks (size / timer / pressure / flush), turns each into
+//   objects, commits them in block order, trims the WAL, evicts;
+// - read workers (opts.read_threads): object reads through the BlockCache, read-ahead;
+// - the background thread: stream closes, the compaction/GC timer.
+// Locks, in acquisition order: StreamImpl::mu_ → EngineImpl::cache_mu_; EngineImpl::mu_ (stream
+// table) and index_mu_ (per-stream object ranges) are leaves. No lock is held while calling
+// the MetaStore, the ObjectStore or a user callback, except mu_ during open/create (MetaStore).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <list>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "meta/meta_store.h"
+#include "objstore/object_store.h"
+#include "storage/block_cache.h"
+#include "storage/engine.h"
+#include "storage/log_cache.h"
+#include "storage/meta_schema.h"
+#include "storage/object_format.h"
+#include "storage/wal.h"
+
+namespace shale::storage {
+
+class EngineImpl;
+
+class StreamImpl final : public Stream {
+ public:
+  StreamImpl(EngineImpl* e, int64_t id, int64_t epoch, const StreamMeta& m);
+  int64_t id() const override { return id_; }
+  int64_t epoch() const override { return epoch_; }
+  int64_t start_offset() const override { return start_.load(); }
+  int64_t end_offset() const override { return end_.load(); }
+  int64_t next_offset() const override;
+  void append(int64_t expected_base, uint32_t count, Buffer payload, AppendCallback done) override;
+  void read(int64_t start, int64_t end, size_t max_bytes, ReadCallback done) override;
+  Status trim(int64_t new_start_offset) override;
+  Status put_meta(const std::string& key, const std::string& value) override;
+  Result<std::optional<std::string>> get_meta(const std::string& key) override;
+  void close(std::function<void(Status)> done) override;
+
+  enum class State { kOpen, kClosing, kClosed, kFenced };
+  void on_durable(int64_t end);
+  void on_failed();
+  void fence(const char* why);
+  void mark_closed();
+  bool wait_idle();  // waits for in-flight appends; false if fenced meanwhile
+  State state() const {
+    std::lock_guard lk(mu_);
+    return state_;
+  }
+
+ private:
+  EngineImpl* e_;
+  const int64_t id_;
+  const int64_t epoch_;
+  mutable std::mutex mu_;
+  std::condition_variable idle_cv_;
+  State state_ = State::kOpen;
+  int64_t next_;
+  int pending_ = 0;
+  std::atomic<int64_t> start_;
+  std::atomic<int64_t> end_;
+};
+
+// One output object of an upload or a compaction.
+struct PlannedObject {
+  ObjectType type = ObjectType::kStreamSet;
+  // stream -> (epoch, records in offset order)
+  std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> streams;
+  uint64_t bytes = 0;
+};
+
+class EngineImpl final : public Engine {
+ public:
+  EngineImpl(const EngineOptions& opts, objstore::ObjectStore* store, meta::MetaStore* meta);
+  ~EngineImpl() override;
+  Status start();
+
+  Result<int64_t> create_stream(const StreamOptions& opts) override;
+  Result<Stream*> open_stream(int64_t id) override;
+  Status delete_stream(int64_t id) override;
+  Result<std::map<int64_t, std::map<std::string, std::string>>> list_streams() override;
+  Status flush() override;
+  Status compact_now() override;
+  EngineStats stats() const override;
+  void shutdown() override;
+
+  // --- used by StreamImpl ---
+  const EngineOptions& opts() const { return opts_; }
+  const Keys& keys() const { return keys_; }
+  meta::MetaStore* meta() { return meta_; }
+  Status admit(uint64_t bytes);  // LogCache back-pressure
+  Status wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffer payload,
+                    AppendCallback done);
+  void read(StreamImpl* s, int64_t start, int64_t end, size_t max_bytes, ReadCallback done);
+  void post_background(std::function<void()> fn);
+  void forget_stream(int64_t id);
+  bool stopping() const { return stopping_.load(); }
+
+ private:
+  // engine.cc
+  Status recover();
+  Result<int64_t> bump_node_epoch();
+  void watch_streams();
+  void background_loop();
+  // upload.cc
+  void uploader_loop();
+  void request_upload();
+  Status upload_block(const CacheBlock& block);
+  std::vector<PlannedObject> plan_objects(
+      std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
+      bool all_stream_objects);
+  Result<int64_t> prepare_objects(size_t n, int64_t ttl_ms);
+  Result<uint64_t> write_object(int64_t id, PlannedObject& obj);
+  Status commit_upload(const std::vector<int64_t>& ids, const std::vector<PlannedObject>& objs,
+                       const std::vector<uint64_t>& sizes);
+  Status put_object(const std::string& key, BufferChain data);
+  // read_path.cc
+  struct ReadOutcome {
+    std::vector<StreamRecord> records;
+    bool missed = false;  // some block had to be fetched
+  };
+  Result<ReadOutcome> read_objects(int64_t stream, int64_t start, int64_t end, size_t max_bytes);
+  Result<std::shared_ptr<const ObjectIndex>> object_index(int64_t object_id, uint64_t size);
+  Result<Buffer> fetch_block(int64_t object_id, uint32_t index, const DataBlockIndex& b,
+                             bool* loaded);
+  void readahead(int64_t stream, int64_t from, uint64_t bytes);
+  Status load_stream_index(int64_t stream);
+  std::optional<RangeRow> find_range(int64_t stream, int64_t offset);
+  void post_read(std::function<void()> fn);
+  void read_worker();
+  // compaction.cc
+  Status collect_garbage();
+  Status compact_stream_set_objects();
+  Status merge_stream_objects();
+  Status rewrite_objects(const std::vector<std::pair<int64_t, meta::KeyValue>>& sources,
+                         bool all_stream_objects);
+
+  friend class StreamImpl;
+
+  EngineOptions opts_;
+  objstore::ObjectStore* store_;
+  meta::MetaStore* meta_;
+  Keys keys_;
+  int64_t node_epoch_ = 0;
+  std::unique_ptr<Wal> wal_;
+
+  std::mutex mu_;  // streams_, closed_
+  std::map<int64_t, std::unique_ptr<StreamImpl>> streams_;
+  std::vector<std::unique_ptr<StreamImpl>> closed_;  // kept so old Stream* stay valid
+  int64_t watch_id_ = 0;
+
+  // LogCache and upload state.
+  std::mutex cache_mu_;
+  std::condition_variable upload_cv_;   // wakes the uploader
+  std::condition_variable flushed_cv_;  // wakes flush() waiters
+  LogCache cache_;
+  std::atomic<uint64_t> inflight_bytes_{0};
+  std::atomic<int64_t> inflight_appends_{0};
+  bool force_upload_ = false;
+  uint64_t uploaded_block_ = 0;  // highest block id uploaded
+  uint64_t upload_errors_ = 0;
+  Error last_upload_error_;
+  bool uploader_stop_ = false;
+  std::thread uploader_;
+
+  // Object ranges of open streams: stream -> end offset -> row.
+  std::mutex index_mu_;
+  std::map<int64_t, std::map<int64_t, RangeRow>> index_;
+  std::map<int64_t, std::shared_ptr<const ObjectIndex>> object_indexes_;  // small LRU-ish
+  std::list<int64_t> object_index_order_;
+  BlockCache block_cache_;
+  // Sequential readers: (stream, next offset) -> read-ahead size.
+  std::mutex readers_mu_;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> readers_;
+
+  // Read workers.
+  std::mutex read_mu_;
+  std::condition_variable read_cv_;
+  std::deque<std::function<void()>> read_q_;
+  bool read_stop_ = false;
+  std::vector<std::thread> read_threads_;
+
+  // Background thread: closes and the compaction timer.
+  std::mutex bg_mu_;
+  std::condition_variable bg_cv_;
+  std::deque<std::function<void()>> bg_q_;
+  bool bg_stop_ = false;
+  std::thread bg_;
+  std::mutex compact_mu_;  // one compaction/GC round at a time
+
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> shut_down_{false};
+  mutable std::mutex stats_mu_;
+  EngineStats stats_;
+};
+
+}  // namespace shale::storage

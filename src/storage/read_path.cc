@@ -1,0 +1,254 @@
+// Read path: LogCache first; older data from objects through the BlockCache, with adaptive
+// read-ahead for sequential catch-up readers.
+#include <algorithm>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "storage/engine_impl.h"
+
+namespace shale::storage {
+
+namespace {
+constexpr uint64_t kReadaheadStep = 512 * kKiB;
+constexpr size_t kObjectIndexCacheEntries = 4096;
+}  // namespace
+
+void EngineImpl::post_read(std::function<void()> fn) {
+  {
+    std::lock_guard lk(read_mu_);
+    read_q_.push_back(std::move(fn));
+  }
+  read_cv_.notify_one();
+}
+
+void EngineImpl::read_worker() {
+  std::unique_lock lk(read_mu_);
+  while (true) {
+    read_cv_.wait(lk, [&] { return read_stop_ || !read_q_.empty(); });
+    if (read_q_.empty()) break;  // stopping and drained
+    auto fn = std::move(read_q_.front());
+    read_q_.pop_front();
+    lk.unlock();
+    fn();
+    lk.lock();
+  }
+}
+
+Status EngineImpl::load_stream_index(int64_t stream) {
+  auto rows = meta_->prefix(keys_.ranges(stream));
+  if (!rows.ok()) return std::move(rows).error();
+  std::map<int64_t, RangeRow> m;
+  for (auto& kv : *rows) {
+    auto r = decode_range(kv.value);
+    if (!r.ok()) return std::move(r).error();
+    m[r->end] = *r;
+  }
+  std::lock_guard lk(index_mu_);
+  index_[stream] = std::move(m);
+  return ok_status();
+}
+
+std::optional<RangeRow> EngineImpl::find_range(int64_t stream, int64_t offset) {
+  std::lock_guard lk(index_mu_);
+  auto it = index_.find(stream);
+  if (it == index_.end()) return std::nullopt;
+  auto r = it->second.upper_bound(offset);
+  if (r == it->second.end()) return std::nullopt;
+  return r->second;
+}
+
+Result<std::shared_ptr<const ObjectIndex>> EngineImpl::object_index(int64_t object_id,
+                                                                    uint64_t size) {
+  {
+    std::lock_guard lk(index_mu_);
+    auto it = object_indexes_.find(object_id);
+    if (it != object_indexes_.end()) return it->second;
+  }
+  std::string name = keys_.object_name(object_id);
+  uint64_t want = index_read_size(size);
+  uint64_t needed = 0;
+  Result<ObjectIndex> idx = Error::make(Errc::kInternal, "unread");
+  for (int i = 0; i < 2; ++i) {
+    {
+      std::lock_guard lk(stats_mu_);
+      ++stats_.object_gets;
+    }
+    auto tail = objstore::get_sync(*store_, name, objstore::Range{size - want, want});
+    if (!tail.ok()) return std::move(tail).error();
+    idx = parse_object_index(*tail, size, &needed);
+    if (idx.ok() || idx.error().code != Errc::kOutOfRange) break;
+    want = needed;
+  }
+  if (!idx.ok()) return std::move(idx).error();
+  auto shared = std::make_shared<const ObjectIndex>(std::move(idx).value());
+  std::lock_guard lk(index_mu_);
+  if (object_indexes_.emplace(object_id, shared).second) {
+    object_index_order_.push_back(object_id);
+    if (object_index_order_.size() > kObjectIndexCacheEntries) {
+      object_indexes_.erase(object_index_order_.front());
+      object_index_order_.pop_front();
+    }
+  }
+  return std::shared_ptr<const ObjectIndex>(shared);
+}
+
+Result<Buffer> EngineImpl::fetch_block(int64_t object_id, uint32_t index, const DataBlockIndex& b,
+                                       bool* loaded) {
+  return block_cache_.get(
+      BlockKey{object_id, index}, BlockSpan{b.stream_id, b.start_offset, b.end_offset},
+      [&]() -> Result<Buffer> {
+        {
+          std::lock_guard lk(stats_mu_);
+          ++stats_.object_gets;
+        }
+        return objstore::get_sync(*store_, keys_.object_name(object_id),
+                                  objstore::Range{b.position, b.size});
+      },
+      loaded);
+}
+
+Result<EngineImpl::ReadOutcome> EngineImpl::read_objects(int64_t stream, int64_t start, int64_t end,
+                                                         size_t max_bytes) {
+  ReadOutcome out;
+  size_t bytes = 0;
+  int64_t pos = start;
+  bool reloaded = false;
+  // A compaction may replace (and later delete) objects under a reader: on a miss or a
+  // vanished object, reload the stream's ranges once and continue.
+  auto reload = [&]() -> bool {
+    if (reloaded) return false;
+    reloaded = true;
+    return load_stream_index(stream).ok();
+  };
+  while (pos < end && (out.records.empty() || bytes < max_bytes)) {
+    auto row = find_range(stream, pos);
+    if (!row || row->start > pos) {
+      if (reload()) continue;
+      break;
+    }
+    auto idx = object_index(row->object_id, row->object_size);
+    if (!idx.ok()) {
+      if (idx.error().code == Errc::kNotFound && reload()) continue;
+      return std::move(idx).error();
+    }
+    const auto& blocks = (*idx)->blocks;
+    int64_t limit = std::min(end, row->end);
+    bool progressed = false;
+    bool full = false;
+    for (size_t bi = (*idx)->find(stream, pos); bi < blocks.size() && !full; ++bi) {
+      const auto& b = blocks[bi];
+      if (b.stream_id != stream || b.start_offset >= limit) break;
+      bool loaded = false;
+      auto blk = fetch_block(row->object_id, static_cast<uint32_t>(bi), b, &loaded);
+      if (!blk.ok()) return std::move(blk).error();
+      out.missed |= loaded;
+      auto recs = parse_data_block(*blk);
+      if (!recs.ok()) return std::move(recs).error();
+      for (auto& r : *recs) {
+        int64_t rend = r.h.base_offset + r.h.count;
+        if (r.h.stream_id != stream || rend <= pos) continue;
+        if (r.h.base_offset >= limit || (!out.records.empty() && bytes >= max_bytes)) {
+          full = true;
+          break;
+        }
+        out.records.push_back(StreamRecord{r.h.base_offset, r.h.count, r.payload});
+        bytes += r.payload.size();
+        pos = rend;
+        progressed = true;
+      }
+    }
+    if (!progressed) {
+      if (reload()) continue;
+      break;
+    }
+  }
+  return out;
+}
+
+void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
+  post_read([this, stream, from, budget] {
+    uint64_t got = 0;
+    int64_t pos = from;
+    while (got < budget) {
+      auto row = find_range(stream, pos);
+      if (!row || row->start > pos) return;
+      auto idx = object_index(row->object_id, row->object_size);
+      if (!idx.ok()) return;
+      const auto& blocks = (*idx)->blocks;
+      size_t bi = (*idx)->find(stream, pos);
+      if (bi >= blocks.size() || blocks[bi].stream_id != stream) return;
+      for (; bi < blocks.size() && got < budget; ++bi) {
+        const auto& b = blocks[bi];
+        if (b.stream_id != stream || b.start_offset >= row->end) break;
+        if (!block_cache_.contains(BlockKey{row->object_id, static_cast<uint32_t>(bi)})) {
+          if (!fetch_block(row->object_id, static_cast<uint32_t>(bi), b, nullptr).ok()) return;
+        }
+        got += b.size;
+        pos = b.end_offset;
+      }
+      if (pos < row->end) return;
+      pos = row->end;
+    }
+  });
+}
+
+void EngineImpl::read(StreamImpl* s, int64_t start, int64_t end, size_t max_bytes,
+                      ReadCallback done) {
+  LogCache::Hit hit;
+  {
+    std::lock_guard lk(cache_mu_);
+    hit = cache_.get(s->id(), start, end, max_bytes);
+  }
+  if (!hit.records.empty() && hit.first_base <= start) {
+    done(std::move(hit.records));
+    return;
+  }
+  int64_t stream = s->id();
+  int64_t obj_end = hit.records.empty() ? end : hit.first_base;
+  post_read([this, stream, start, obj_end, max_bytes, hit = std::move(hit),
+             done = std::move(done)]() mutable {
+    auto r = read_objects(stream, start, obj_end, max_bytes);
+    if (!r.ok()) {
+      done(std::move(r).error());
+      return;
+    }
+    auto& recs = r->records;
+    if (recs.empty()) {
+      done(Error::make(
+          Errc::kNotFound,
+          "no object holds stream " + std::to_string(stream) + " offset " + std::to_string(start),
+          true));
+      return;
+    }
+    size_t bytes = 0;
+    for (auto& x : recs) bytes += x.payload.size();
+    int64_t next = recs.back().end_offset();
+    // Continue into the LogCache tail ("right intersect") if the object part reached it.
+    for (auto& x : hit.records) {
+      if (bytes >= max_bytes || x.base_offset != next) break;
+      bytes += x.payload.size();
+      next = x.end_offset();
+      recs.push_back(std::move(x));
+    }
+    // Sequential-reader bookkeeping and adaptive read-ahead (grows on misses).
+    uint64_t ra = kReadaheadStep;
+    bool known = false;
+    {
+      std::lock_guard lk(readers_mu_);
+      auto it = readers_.find({stream, start});
+      if (it != readers_.end()) {
+        ra = it->second;
+        known = true;
+        readers_.erase(it);
+      }
+      if (r->missed) ra = std::min<uint64_t>(ra + kReadaheadStep, opts_.max_readahead);
+      readers_[{stream, next}] = ra;
+      if (readers_.size() > 100000) readers_.clear();
+    }
+    block_cache_.move_reader(stream, known ? start : -1, next, clock::mono_ms());
+    if (next < obj_end) readahead(stream, next, ra);
+    done(std::move(recs));
+  });
+}
+
+}  // namespace shale::storage

@@ -1,0 +1,308 @@
+// Upload: LogCache block -> prepare object ids -> write objects -> commit in order -> trim WAL.
+#include <future>
+
+#include "base/clock.h"
+#include "base/log.h"
+#include "storage/engine_impl.h"
+
+namespace shale::storage {
+
+void EngineImpl::request_upload() {
+  std::lock_guard lk(cache_mu_);
+  force_upload_ = true;
+  upload_cv_.notify_all();
+}
+
+Status EngineImpl::flush() {
+  std::unique_lock lk(cache_mu_);
+  cache_.seal_active();
+  if (!cache_.next_to_upload()) return ok_status();
+  uint64_t target = cache_.last_block_id();
+  uint64_t errors = upload_errors_;
+  upload_cv_.notify_all();
+  flushed_cv_.wait(
+      lk, [&] { return uploaded_block_ >= target || upload_errors_ != errors || uploader_stop_; });
+  if (uploaded_block_ >= target) return ok_status();
+  if (upload_errors_ != errors) return last_upload_error_;
+  return Error::make(Errc::kShutdown, "uploader stopped");
+}
+
+void EngineImpl::uploader_loop() {
+  log::RateLimiter errlog(5000);
+  int failures = 0;
+  std::unique_lock lk(cache_mu_);
+  while (true) {
+    upload_cv_.wait_for(lk, std::chrono::milliseconds(100), [&] {
+      return uploader_stop_ || force_upload_ || cache_.next_to_upload() != nullptr;
+    });
+    int64_t created = cache_.active_created_ms();
+    bool timer = opts_.upload_interval_ms >= 0 && created > 0 &&
+                 clock::mono_ms() - created >= opts_.upload_interval_ms;
+    if (force_upload_ || timer || uploader_stop_) {
+      cache_.seal_active();
+      force_upload_ = false;
+    }
+    auto block = cache_.next_to_upload();
+    if (!block) {
+      if (uploader_stop_) break;
+      continue;
+    }
+    lk.unlock();
+    Status st = upload_block(*block);
+    lk.lock();
+    if (st.ok()) {
+      failures = 0;
+      cache_.mark_uploaded(block->id);
+      uploaded_block_ = block->id;
+      if (block->wal_end > 0) wal_->trim(block->wal_end);
+      cache_.evict();
+      flushed_cv_.notify_all();
+      continue;
+    }
+    ++upload_errors_;
+    ++failures;
+    last_upload_error_ = st.error();
+    last_upload_error_.retryable = true;
+    flushed_cv_.notify_all();
+    uint64_t dropped = 0;
+    if (errlog.allow(&dropped)) {
+      SPDLOG_WARN("storage upload failed ({} similar suppressed): {}", dropped,
+                  st.error().to_string());
+    }
+    // Back off, then retry the same block: data leaves the WAL only after its commit.
+    if (uploader_stop_ && failures >= 3) break;
+    upload_cv_.wait_for(lk, std::chrono::milliseconds(std::min(100 * failures, 2000)));
+  }
+}
+
+std::vector<PlannedObject> EngineImpl::plan_objects(
+    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
+    bool all_stream_objects) {
+  std::vector<PlannedObject> out;
+  PlannedObject sso;
+  sso.type = ObjectType::kStreamSet;
+  bool single = data.size() == 1;
+  for (auto& [stream, run] : data) {
+    if (run.second.empty()) continue;
+    uint64_t bytes = 0;
+    for (auto& r : run.second) bytes += r.payload.size();
+    if (single || all_stream_objects || bytes >= opts_.stream_split_size) {
+      PlannedObject so;
+      so.type = ObjectType::kStream;
+      so.bytes = bytes;
+      so.streams.emplace(stream, std::move(run));
+      out.push_back(std::move(so));
+    } else {
+      sso.bytes += bytes;
+      sso.streams.emplace(stream, std::move(run));
+    }
+  }
+  if (!sso.streams.empty()) out.push_back(std::move(sso));
+  return out;
+}
+
+Result<int64_t> EngineImpl::prepare_objects(size_t n, int64_t ttl_ms) {
+  std::string ckey = keys_.object_id_counter();
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    auto kv = meta_->get(ckey);
+    if (!kv.ok()) return std::move(kv).error();
+    int64_t first = kv->has_value() ? std::stoll((*kv)->value) : 1;
+    meta::Txn t;
+    t.compares.push_back({ckey, kv->has_value() ? (*kv)->mod_revision : 0});
+    t.ops.push_back(meta::Op::put(ckey, std::to_string(first + static_cast<int64_t>(n))));
+    ObjectMeta om;
+    om.state = ObjectState::kPrepared;
+    om.node = opts_.node_id;
+    om.time_ms = clock::wall_ms() + ttl_ms;
+    for (size_t i = 0; i < n; ++i) {
+      t.ops.push_back(
+          meta::Op::put(keys_.object(first + static_cast<int64_t>(i)), encode_object(om)));
+    }
+    auto r = meta_->commit(t);
+    if (r.ok()) return first;
+    if (r.error().code != Errc::kConflict) return std::move(r).error();
+  }
+  return Error::make(Errc::kConflict, "object id allocation kept conflicting", true);
+}
+
+namespace {
+template <typename T>
+T wait_cb(const std::function<void(std::function<void(T)>)>& call) {
+  auto p = std::make_shared<std::promise<T>>();
+  auto f = p->get_future();
+  call([p](T v) { p->set_value(std::move(v)); });
+  return f.get();
+}
+}  // namespace
+
+Status EngineImpl::put_object(const std::string& key, BufferChain data) {
+  if (data.size() <= 2 * opts_.object_part_size) {
+    {
+      std::lock_guard lk(stats_mu_);
+      ++stats_.object_puts;
+    }
+    return objstore::put_sync(*store_, key, std::move(data));
+  }
+  // Large objects: multipart, parts of object_part_size cut from the chain without copying.
+  auto mp = wait_cb<Result<std::unique_ptr<objstore::MultipartUpload>>>(
+      [&](auto cb) { store_->create_multipart(key, std::move(cb)); });
+  if (!mp.ok()) return std::move(mp).error();
+  auto& up = *mp.value();
+  int part = 1;
+  BufferChain cur;
+  std::vector<std::future<Status>> pending;
+  auto send = [&] {
+    auto p = std::make_shared<std::promise<Status>>();
+    pending.push_back(p->get_future());
+    up.upload_part(part++, std::move(cur), [p](Status s) { p->set_value(std::move(s)); });
+    cur = BufferChain();
+    std::lock_guard lk(stats_mu_);
+    ++stats_.object_puts;
+  };
+  for (const auto& b : data.parts()) {
+    size_t off = 0;
+    while (off < b.size()) {
+      size_t take = std::min<size_t>(b.size() - off, opts_.object_part_size - cur.size());
+      cur.push_back(b.slice(off, take));
+      off += take;
+      if (cur.size() == opts_.object_part_size) send();
+    }
+  }
+  if (!cur.empty()) send();
+  Status st = ok_status();
+  for (auto& f : pending) {
+    Status s = f.get();
+    if (!s.ok() && st.ok()) st = std::move(s);
+  }
+  if (st.ok()) st = wait_cb<Status>([&](auto cb) { up.complete(std::move(cb)); });
+  if (!st.ok()) (void)wait_cb<Status>([&](auto cb) { up.abort(std::move(cb)); });
+  return st;
+}
+
+Result<uint64_t> EngineImpl::write_object(int64_t id, PlannedObject& obj) {
+  ObjectWriter w(opts_.object_block_size);
+  for (auto& [stream, run] : obj.streams) {
+    for (auto& r : run.second) w.add(stream, run.first, r.base_offset, r.count, r.payload);
+  }
+  BufferChain data = w.finish();
+  uint64_t size = data.size();
+  SHALE_TRY(put_object(keys_.object_name(id), std::move(data)));
+  std::lock_guard lk(stats_mu_);
+  ++stats_.objects_uploaded;
+  stats_.bytes_uploaded += size;
+  return size;
+}
+
+Status EngineImpl::upload_block(const CacheBlock& block) {
+  std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data;
+  for (auto& [stream, run] : block.streams) data[stream] = {run.epoch, run.records};
+  auto objs = plan_objects(std::move(data), false);
+  if (objs.empty()) return ok_status();
+  auto first = prepare_objects(objs.size(), opts_.prepared_object_ttl_ms);
+  if (!first.ok()) return std::move(first).error();
+  std::vector<int64_t> ids;
+  std::vector<uint64_t> sizes;
+  for (size_t i = 0; i < objs.size(); ++i) {
+    ids.push_back(*first + static_cast<int64_t>(i));
+    auto size = write_object(ids.back(), objs[i]);
+    if (!size.ok()) return std::move(size).error();  // prepared ids expire and are collected
+    sizes.push_back(*size);
+  }
+  return commit_upload(ids, objs, sizes);
+}
+
+Status EngineImpl::commit_upload(const std::vector<int64_t>& ids,
+                                 const std::vector<PlannedObject>& objs,
+                                 const std::vector<uint64_t>& sizes) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    meta::Txn t;
+    std::vector<RangeRow> rows;
+    std::map<int64_t, std::pair<meta::KeyValue, StreamMeta>> streams;
+    std::vector<std::pair<int64_t, int64_t>> to_fence;  // (stream, epoch)
+    for (size_t i = 0; i < objs.size(); ++i) {
+      auto okv = meta_->get(keys_.object(ids[i]));
+      if (!okv.ok()) return std::move(okv).error();
+      if (!okv->has_value()) return Error::make(Errc::kConflict, "prepared object vanished", true);
+      auto prepared = decode_object((*okv)->value);
+      if (!prepared.ok()) return std::move(prepared).error();
+      if (prepared->state != ObjectState::kPrepared) {
+        return Error::make(Errc::kConflict, "prepared object expired before commit", true);
+      }
+      t.compares.push_back({keys_.object(ids[i]), (*okv)->mod_revision});
+      ObjectMeta om;
+      om.type = objs[i].type;
+      om.state = ObjectState::kCommitted;
+      om.node = opts_.node_id;
+      om.size = sizes[i];
+      om.time_ms = clock::wall_ms();
+      om.data_time_ms = om.time_ms;
+      for (auto& [stream, run] : objs[i].streams) {
+        auto sit = streams.find(stream);
+        if (sit == streams.end()) {
+          auto kv = meta_->get(keys_.stream(stream));
+          if (!kv.ok()) return std::move(kv).error();
+          if (!kv->has_value()) continue;  // deleted: its data in this object is dead
+          auto m = decode_stream((*kv)->value);
+          if (!m.ok()) return std::move(m).error();
+          sit = streams.emplace(stream, std::make_pair(**kv, *m)).first;
+          t.compares.push_back({(*kv)->key, (*kv)->mod_revision});
+        }
+        StreamMeta& m = sit->second.second;
+        int64_t rs = run.second.front().base_offset;
+        int64_t re = run.second.back().end_offset();
+        if (m.epoch != run.first) {
+          to_fence.emplace_back(stream,
+                                run.first);  // a newer owner: this data must not become visible
+          continue;
+        }
+        if (re <= m.end) continue;  // already committed (re-upload after recovery)
+        if (rs > m.end) {
+          SPDLOG_ERROR("upload: stream {} would have a gap [{}, {}); not committing it", stream,
+                       m.end, rs);
+          to_fence.emplace_back(stream, run.first);
+          continue;
+        }
+        RangeRow row{stream, std::max(rs, m.end), re, ids[i], sizes[i]};
+        om.ranges.push_back({stream, row.start, row.end});
+        rows.push_back(row);
+        m.end = re;
+      }
+      if (om.ranges.empty()) {
+        om.state = ObjectState::kMarkedForDeletion;  // nothing live in it
+        om.time_ms = clock::wall_ms();
+      }
+      t.ops.push_back(meta::Op::put(keys_.object(ids[i]), encode_object(om)));
+    }
+    for (auto& [stream, p] : streams) {
+      if (p.second.end != decode_stream(p.first.value)->end) {
+        t.ops.push_back(meta::Op::put(p.first.key, encode_stream(p.second)));
+      }
+    }
+    for (auto& r : rows) {
+      t.ops.push_back(meta::Op::put(keys_.range(r.stream_id, r.end, r.object_id), encode_range(r)));
+    }
+    auto res = meta_->commit(t);
+    if (!res.ok()) {
+      if (res.error().code == Errc::kConflict) continue;  // a trim or put_meta raced: redo
+      return std::move(res).error();
+    }
+    {
+      std::lock_guard lk(index_mu_);
+      for (auto& r : rows) {
+        auto it = index_.find(r.stream_id);
+        if (it != index_.end()) it->second[r.end] = r;
+      }
+    }
+    for (auto [s, epoch] : to_fence) {
+      std::lock_guard lk(mu_);
+      auto it = streams_.find(s);
+      if (it != streams_.end() && it->second->epoch() == epoch) {
+        it->second->fence("upload commit refused (epoch or gap)");
+      }
+    }
+    return ok_status();
+  }
+  return Error::make(Errc::kConflict, "upload commit kept conflicting", true);
+}
+
+}  // namespace shale::storage

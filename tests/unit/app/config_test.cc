@@ -1,0 +1,317 @@
+// Configuration: properties syntax, the key table's types, ranges and validators, listeners,
+// defaults, automatic memory sizing, the generated docs, and the persisted cluster id.
+#include "app/config.h"
+
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+namespace shale::app {
+namespace {
+
+Properties props(std::initializer_list<std::pair<std::string, std::string>> kv) {
+  Properties p;
+  for (const auto& [k, v] : kv) {
+    p.values[k] = v;
+    p.origin[k] = "test";
+  }
+  return p;
+}
+
+std::string load_error(const Properties& p) {
+  auto r = Config::load(p);
+  EXPECT_FALSE(r.ok());
+  return r.ok() ? "" : r.error().message;
+}
+
+TEST(Properties, ParsesJavaPropertiesSyntax) {
+  auto r = parse_properties(
+      "# comment\n"
+      "! another comment\n"
+      "\n"
+      "a=1\n"
+      "  b : two words  \n"
+      "c three\n"
+      "d=\n"
+      "long=first,\\\n"
+      "     second\n"
+      "esc\\=key=tab\\there\\u00e9\n"
+      "dup=old\n"
+      "dup=new\r\n",
+      "server.properties");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  auto& v = r->values;
+  EXPECT_EQ(v.at("a"), "1");
+  EXPECT_EQ(v.at("b"), "two words  ");
+  EXPECT_EQ(v.at("c"), "three");
+  EXPECT_EQ(v.at("d"), "");
+  EXPECT_EQ(v.at("long"), "first,second");
+  EXPECT_EQ(v.at("esc=key"), "tab\there\xc3\xa9");
+  EXPECT_EQ(v.at("dup"), "new");
+  EXPECT_EQ(r->origin.at("a"), "server.properties:4");
+  EXPECT_EQ(r->origin.at("long"), "server.properties:8");
+  EXPECT_EQ(v.size(), 7u);
+}
+
+TEST(Properties, RejectsMalformedUnicodeEscape) {
+  auto r = parse_properties("a=\\u12\n", "f");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().message.find("f:1"), std::string::npos);
+}
+
+TEST(Properties, OverridesWinOverTheFile) {
+  auto r = parse_properties("num.partitions=3\n", "f");
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(add_override(*r, "num.partitions=5").ok());
+  ASSERT_TRUE(add_override(*r, "cluster.id=a=b").ok());
+  EXPECT_EQ(r->values.at("cluster.id"), "a=b");  // only the first '=' separates
+  EXPECT_EQ(r->values.at("num.partitions"), "5");
+  EXPECT_EQ(r->origin.at("num.partitions"), "--override");
+  EXPECT_FALSE(add_override(*r, "no-equals-sign").ok());
+  EXPECT_FALSE(add_override(*r, "=value").ok());
+}
+
+TEST(Properties, ReadsAFile) {
+  auto path = std::filesystem::temp_directory_path() /
+              ("shale-config-test-" + std::to_string(::getpid()) + ".properties");
+  {
+    std::ofstream out(path);
+    out << "node.id=7\nlisteners=PLAINTEXT://127.0.0.1:19092\n";
+  }
+  auto p = read_properties_file(path);
+  ASSERT_TRUE(p.ok());
+  auto c = Config::load(*p);
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->get_int("node.id"), 7);
+  EXPECT_EQ(c->listeners().at(0).port, 19092);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(read_properties_file(path).ok());
+}
+
+TEST(Config, DefaultsMatchKafkaAndAutoMQ) {
+  Config c = Config::defaults();
+  EXPECT_EQ(c.get_string("listeners"), "PLAINTEXT://127.0.0.1:9092");
+  EXPECT_EQ(c.get_int("node.id"), 1);
+  EXPECT_EQ(c.get_string("data.dir"), "./data");
+  EXPECT_EQ(c.get_int("socket.request.max.bytes"), 104857600);
+  EXPECT_EQ(c.get_long("connections.max.idle.ms"), 600000);
+  EXPECT_EQ(c.get_int("num.partitions"), 1);
+  EXPECT_EQ(c.get_int("default.replication.factor"), 1);
+  EXPECT_TRUE(c.get_bool("auto.create.topics.enable"));
+  EXPECT_EQ(c.get_long("log.retention.ms"), 604800000);
+  EXPECT_EQ(c.get_long("log.retention.bytes"), -1);
+  EXPECT_EQ(c.get_int("message.max.bytes"), 1048588);
+  EXPECT_EQ(c.get_list("s3.data.buckets"), std::vector<std::string>{"0@file://./data/objects"});
+  EXPECT_EQ(c.get_string("s3.wal.path"), "file://./data/wal");
+  EXPECT_EQ(c.get_long("s3.wal.capacity"), 2147483648);
+  EXPECT_EQ(c.get_long("s3.wal.upload.interval.ms"), 60000);
+  EXPECT_FALSE(c.is_set("node.id"));
+}
+
+TEST(Config, DataDirFlowsIntoStorageDefaults) {
+  auto c = Config::load(props({{"data.dir", "/var/lib/shale"}}));
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ(c->get_string("s3.data.buckets"), "0@file:///var/lib/shale/objects");
+  EXPECT_EQ(c->get_string("s3.wal.path"), "file:///var/lib/shale/wal");
+  EXPECT_TRUE(c->is_set("data.dir"));
+}
+
+TEST(Config, UnknownKeyIsAnErrorNamingIt) {
+  Properties p = props({{"num.partitions", "2"}});
+  p.values["num.partitons"] = "3";
+  p.origin["num.partitons"] = "server.properties:9";
+  std::string e = load_error(p);
+  EXPECT_NE(e.find("unknown configuration key 'num.partitons' (server.properties:9)"),
+            std::string::npos)
+      << e;
+}
+
+TEST(Config, MalformedValuesNameKeyAndReason) {
+  EXPECT_NE(load_error(props({{"num.partitions", "abc"}})).find("'num.partitions'"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"num.partitions", "abc"}})).find("not an integer"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"num.partitions", "0"}})).find("below the minimum 1"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"node.id", "3000000000"}})).find("above the maximum"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"auto.create.topics.enable", "yes"}})).find("not a boolean"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"socket.request.max.bytes", "12x"}})).find("not an integer"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"data.dir", "  "}})).find("must not be empty"), std::string::npos);
+  EXPECT_NE(load_error(props({{"s3.data.buckets", "file:///x"}})).find("<id>@"), std::string::npos);
+  EXPECT_NE(load_error(props({{"s3.data.buckets", "0@ftp://x"}})).find("unknown scheme"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"s3.wal.path", "/plain/path"}})).find("'s3.wal.path'"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"cluster.id", "has space"}})).find("'cluster.id'"),
+            std::string::npos);
+}
+
+TEST(Config, ReportsEveryProblemAtOnce) {
+  std::string e = load_error(props({{"num.partitions", "x"}, {"node.id", "-1"}, {"bogus", "1"}}));
+  EXPECT_NE(e.find("num.partitions"), std::string::npos);
+  EXPECT_NE(e.find("node.id"), std::string::npos);
+  EXPECT_NE(e.find("bogus"), std::string::npos);
+}
+
+TEST(Config, AcceptsWhitespaceAndCaseInValues) {
+  auto c =
+      Config::load(props({{"num.partitions", " 12 "}, {"auto.create.topics.enable", "FALSE"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->get_int("num.partitions"), 12);
+  EXPECT_FALSE(c->get_bool("auto.create.topics.enable"));
+}
+
+TEST(Config, CacheSizesMustBeSetTogether) {
+  EXPECT_NE(load_error(props({{"s3.wal.cache.size", "1000000"}})).find("set together"),
+            std::string::npos);
+  auto c = Config::load(props({{"s3.wal.cache.size", "300000000"}, {"s3.block.cache.size", "1"}}));
+  ASSERT_TRUE(c.ok());
+  c->resolve_memory_defaults(8 * (1ull << 30));
+  EXPECT_EQ(c->get_long("s3.wal.cache.size"), 300000000);
+  EXPECT_EQ(c->get_long("s3.block.cache.size"), 1);
+  EXPECT_EQ(c->get_long("s3.wal.upload.threshold"), 100000000);
+}
+
+TEST(Config, AutomaticMemorySizingFollowsAutoMQ) {
+  const uint64_t GiB = 1ull << 30;
+  // 8 GiB of RAM: heap 6 GiB, M = 3 GiB -> 1 GiB / 512 MiB, as AutoMQ's tuning page.
+  Config c = Config::defaults();
+  c.resolve_memory_defaults(8 * GiB);
+  EXPECT_EQ(c.get_long("s3.wal.cache.size"), int64_t(GiB));
+  EXPECT_EQ(c.get_long("s3.block.cache.size"), int64_t(GiB / 2));
+  EXPECT_EQ(c.get_long("s3.wal.upload.threshold"), int64_t(GiB / 3));
+  // Large machine: heap capped at 32 GiB, M = 16 GiB -> (16-3)*2/3 GiB, (16-3)/3 GiB, 500 MiB.
+  Config big = Config::defaults();
+  big.resolve_memory_defaults(256 * GiB);
+  EXPECT_EQ(big.get_long("s3.wal.cache.size"), int64_t(13 * GiB * 2 / 3));
+  EXPECT_EQ(big.get_long("s3.block.cache.size"), int64_t(13 * GiB / 3));
+  EXPECT_EQ(big.get_long("s3.wal.upload.threshold"), int64_t(500) << 20);
+}
+
+TEST(Config, WrongAccessorIsAProgrammerError) {
+  Config c = Config::defaults();
+  EXPECT_THROW(c.get_bool("num.partitions"), std::logic_error);
+  EXPECT_THROW(c.get_int("no.such.key"), std::logic_error);
+  EXPECT_EQ(c.get_long("num.partitions"), 1);  // an int widens to long
+}
+
+TEST(Listeners, ParsesKafkaSyntax) {
+  auto r = parse_listeners("PLAINTEXT://127.0.0.1:9092, INTERNAL://:9093,V6://[::1]:9094");
+  ASSERT_TRUE(r.ok()) << r.error().message;
+  ASSERT_EQ(r->size(), 3u);
+  EXPECT_EQ((*r)[0].name, "PLAINTEXT");
+  EXPECT_EQ((*r)[0].host, "127.0.0.1");
+  EXPECT_EQ((*r)[0].port, 9092);
+  EXPECT_EQ((*r)[1].host, "");
+  EXPECT_EQ((*r)[1].port, 9093);
+  EXPECT_EQ((*r)[2].host, "::1");
+  EXPECT_EQ((*r)[2].to_string(), "V6://[::1]:9094");
+}
+
+TEST(Listeners, RejectsMalformedEntries) {
+  for (const char* bad :
+       {"127.0.0.1:9092", "PLAINTEXT://127.0.0.1", "PLAINTEXT://127.0.0.1:99999",
+        "PLAINTEXT://127.0.0.1:port", "plaintext://h:1", "SSL://h:9093", "PLAINTEXT://::1:9092",
+        "PLAINTEXT://[::1]9092", "PLAINTEXT://a:1,PLAINTEXT://b:2", "://h:1"}) {
+    EXPECT_FALSE(parse_listeners(bad).ok()) << bad;
+  }
+  std::string e = load_error(props({{"listeners", "PLAINTEXT://127.0.0.1:http"}}));
+  EXPECT_NE(e.find("'listeners'"), std::string::npos) << e;
+  EXPECT_NE(load_error(props({{"listeners", ""}})).find("at least one"), std::string::npos);
+}
+
+TEST(Listeners, AdvertisedDefaultsToListenersWithARealHost) {
+  auto c = Config::load(props({{"listeners", "PLAINTEXT://0.0.0.0:9092,B://127.0.0.1:9093"}}));
+  ASSERT_TRUE(c.ok());
+  auto adv = c->advertised_listeners();
+  ASSERT_EQ(adv.size(), 2u);
+  EXPECT_NE(adv[0].host, "0.0.0.0");
+  EXPECT_FALSE(adv[0].host.empty());
+  EXPECT_EQ(adv[1].host, "127.0.0.1");
+
+  auto d = Config::load(props({{"listeners", "PLAINTEXT://0.0.0.0:9092"},
+                               {"advertised.listeners", "PLAINTEXT://broker1.example:9092"}}));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->advertised_listeners().at(0).host, "broker1.example");
+
+  EXPECT_NE(load_error(props({{"advertised.listeners", "OTHER://h:1"}})).find("not in 'listeners'"),
+            std::string::npos);
+  EXPECT_NE(
+      load_error(props({{"advertised.listeners", "PLAINTEXT://0.0.0.0:1"}})).find("non-routable"),
+      std::string::npos);
+}
+
+TEST(ConfigDocs, DocumentationFileIsCurrent) {
+  std::ifstream in(std::string(SHALE_SOURCE_DIR) + "/docs/configuration.md");
+  ASSERT_TRUE(in) << "docs/configuration.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_EQ(ss.str(), config_docs_markdown())
+      << "regenerate: build/release/bin/shale serve --print-config-docs > docs/configuration.md";
+}
+
+TEST(ConfigDocs, HelpAndDocsMentionEveryKey) {
+  std::string help = config_help_text();
+  std::string docs = config_docs_markdown();
+  for (const ConfigKey& k : config_keys()) {
+    EXPECT_NE(help.find(k.name), std::string::npos) << k.name;
+    EXPECT_NE(docs.find(std::string("`") + k.name + "`"), std::string::npos) << k.name;
+    // Every default must pass its own validation.
+    EXPECT_NE(find_config_key(k.name), nullptr);
+  }
+  EXPECT_TRUE(Config::load(Properties{}).ok());
+}
+
+class ClusterIdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("shale-cluster-id-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ClusterIdTest, GeneratesAndKeepsTheId) {
+  auto first = ensure_cluster_id(dir_, "", 1);
+  ASSERT_TRUE(first.ok()) << first.error().message;
+  EXPECT_EQ(first->size(), 22u);
+  auto again = ensure_cluster_id(dir_, "", 1);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *first);
+  auto props = read_properties_file(dir_ / "meta.properties");
+  ASSERT_TRUE(props.ok());
+  EXPECT_EQ(props->values.at("cluster.id"), *first);
+  EXPECT_EQ(props->values.at("node.id"), "1");
+}
+
+TEST_F(ClusterIdTest, ConfiguredIdIsUsedAndThenEnforced) {
+  auto r = ensure_cluster_id(dir_, "my-cluster", 3);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, "my-cluster");
+  EXPECT_TRUE(ensure_cluster_id(dir_, "my-cluster", 3).ok());
+  auto clash = ensure_cluster_id(dir_, "other", 3);
+  ASSERT_FALSE(clash.ok());
+  EXPECT_NE(clash.error().message.find("cluster.id"), std::string::npos);
+  auto node_clash = ensure_cluster_id(dir_, "", 4);
+  ASSERT_FALSE(node_clash.ok());
+  EXPECT_NE(node_clash.error().message.find("node.id"), std::string::npos);
+}
+
+TEST(ClusterId, GeneratedIdsAreUrlSafeAndDistinct) {
+  std::string a = generate_cluster_id(), b = generate_cluster_id();
+  EXPECT_NE(a, b);
+  for (char c : a) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_');
+}
+
+}  // namespace
+}  // namespace shale::app

@@ -1,0 +1,56 @@
+#include "storage/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "base/clock.h"
+
+namespace shale::storage {
+namespace {
+
+Buffer bytes(size_t n) { return Buffer::copy(std::string(n, 'b')); }
+
+TEST(BlockCache, ConcurrentReadersShareOneLoad) {
+  BlockCache c(1 << 20, 1000);
+  std::atomic<int> loads{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) {
+    ts.emplace_back([&] {
+      auto r = c.get({1, 0}, {7, 0, 10}, [&]() -> Result<Buffer> {
+        ++loads;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        return bytes(100);
+      });
+      EXPECT_TRUE(r.ok());
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(loads.load(), 1);
+}
+
+TEST(BlockCache, EvictsBlocksNoReaderIsApproachingFirst) {
+  BlockCache c(300, 1000);
+  auto load = [] { return Result<Buffer>(bytes(100)); };
+  // A reader of stream 7 sits at offset 20: block [20,30) is ahead of it, [0,10) behind.
+  c.move_reader(7, -1, 20, clock::mono_ms());
+  ASSERT_TRUE(c.get({1, 0}, {7, 20, 30}, load).ok());  // wanted, oldest
+  ASSERT_TRUE(c.get({1, 1}, {7, 0, 10}, load).ok());   // passed
+  ASSERT_TRUE(c.get({1, 2}, {7, 30, 40}, load).ok());  // wanted
+  ASSERT_TRUE(c.get({1, 3}, {7, 40, 50}, load).ok());  // needs room
+  EXPECT_TRUE(c.contains({1, 0}));                     // kept although least recently used
+  EXPECT_FALSE(c.contains({1, 1}));                    // evicted: every reader has passed it
+  EXPECT_LE(c.bytes(), 300u);
+}
+
+TEST(BlockCache, FailedLoadIsNotCached) {
+  BlockCache c(1000, 1000);
+  auto r =
+      c.get({2, 0}, {1, 0, 1}, [] { return Result<Buffer>(Error::make(Errc::kIoError, "x")); });
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(c.contains({2, 0}));
+}
+
+}  // namespace
+}  // namespace shale::storage
