@@ -222,7 +222,7 @@ Status Coordinator::load() {
       for (const auto& o : sg.offsets) g.offsets()[o.topic][o.partition] = o.value;
       for (auto& [id, m] : g.members()) schedule_heartbeat(g, m, now, m.session_timeout_ms);
       if (g.is(GroupState::kStable) && g.size() > static_cast<size_t>(config_.max_size)) {
-        prepare_rebalance(g, now, d);
+        prepare_rebalance(g, now, d, "loaded above group.max.size");
       }
     }
     loaded_ = true;
@@ -379,7 +379,8 @@ void Coordinator::join_existing_member(ClassicGroup& g, JoinRequest& req, JoinCa
     g.update_member(m, std::move(req.protocols), req.rebalance_timeout_ms, req.session_timeout_ms,
                     std::move(cb), d);
     cb = nullptr;
-    maybe_prepare_rebalance_or_complete_join(g, now, d);
+    maybe_prepare_rebalance_or_complete_join(
+        g, now, d, "member " + id + " re-joined; client reason: " + req.reason.value_or("none"));
   };
   switch (g.state()) {
     case GroupState::kPreparingRebalance:
@@ -421,7 +422,9 @@ void Coordinator::add_member_and_rebalance(ClassicGroup& g, const std::string& m
   // A new member cannot heartbeat while its JoinGroup is parked, and a client that gave up
   // would leave a defunct member behind: expire new members after a fixed join timeout.
   schedule_heartbeat(g, *g.member(member_id), now, config_.new_member_join_timeout_ms);
-  maybe_prepare_rebalance_or_complete_join(g, now, d);
+  maybe_prepare_rebalance_or_complete_join(
+      g, now, d,
+      "new member " + member_id + " joined; client reason: " + req.reason.value_or("none"));
 }
 
 void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std::string& old_id,
@@ -440,7 +443,8 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
   switch (g.state()) {
     case GroupState::kStable: {
       if (g.protocol_name().value_or("") != g.select_protocol()) {
-        return maybe_prepare_rebalance_or_complete_join(g, now, d);
+        return maybe_prepare_rebalance_or_complete_join(
+            g, now, d, "static member " + instance + " changed the selected protocol");
       }
       // Same protocol: the member keeps its assignment under the new id, no rebalance. The new
       // id must be durable, or a restarted coordinator would fence the member.
@@ -479,7 +483,8 @@ void Coordinator::update_static_member_and_rebalance(ClassicGroup& g, const std:
     }
     case GroupState::kCompletingRebalance:
       // The leader may already be assigning with the old member id: start over.
-      return prepare_rebalance(g, now, d);
+      return prepare_rebalance(
+          g, now, d, "static member " + instance + " replaced during CompletingRebalance");
     case GroupState::kPreparingRebalance:
       // The member now waits for the join phase with its new id (it may have been the last).
       return maybe_complete_join_phase(g, now, d);
@@ -513,15 +518,16 @@ int16_t Coordinator::validate_member(const ClassicGroup& g, const std::string& i
 // Rebalance machinery
 
 void Coordinator::maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now,
-                                                           Deferred& d) {
+                                                           Deferred& d, const std::string& reason) {
   if (g.can_rebalance()) {
-    prepare_rebalance(g, now, d);
+    prepare_rebalance(g, now, d, reason);
   } else {
     maybe_complete_join_phase(g, now, d);
   }
 }
 
-void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d) {
+void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d,
+                                    const std::string& reason) {
   // Members waiting in SyncGroup must re-join.
   if (g.is(GroupState::kCompletingRebalance)) {
     reset_and_propagate_assignment_error(g, err::kRebalanceInProgress, now, d);
@@ -539,7 +545,8 @@ void Coordinator::prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d) {
     g.join_timer_is_initial = true;
   }
   g.transition_to(GroupState::kPreparingRebalance, now);
-  spdlog::info("group {}: preparing to rebalance (generation {})", g.id(), g.generation());
+  spdlog::info("group {}: preparing to rebalance (generation {}): {}", g.id(), g.generation(),
+               reason);
   if (initial) return;
   if (g.has_all_members_joined()) {
     complete_join(g, now, d);
@@ -630,7 +637,7 @@ void Coordinator::expire_pending_sync(ClassicGroup& g, int64_t now, Deferred& d)
                  id);
     g.remove(id, d);
   }
-  prepare_rebalance(g, now, d);
+  prepare_rebalance(g, now, d, "members did not send SyncGroup in time");
 }
 
 void Coordinator::expire_heartbeat(ClassicGroup& g, const std::string& id, int64_t now,
@@ -645,7 +652,7 @@ void Coordinator::remove_member_and_update(ClassicGroup& g, const std::string& i
                                            Deferred& d) {
   g.remove(id, d);
   if (g.is(GroupState::kStable) || g.is(GroupState::kCompletingRebalance)) {
-    maybe_prepare_rebalance_or_complete_join(g, now, d);
+    maybe_prepare_rebalance_or_complete_join(g, now, d, "member " + id + " removed");
   } else if (g.is(GroupState::kPreparingRebalance) && g.has_all_members_joined()) {
     complete_join(g, now, d);
   }
@@ -732,7 +739,7 @@ void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred
         spdlog::warn("group {}: storing assignment of generation {} failed: {}", g->id(),
                      g->generation(), s.error().to_string());
         reset_and_propagate_assignment_error(*g, store_error(s.error()), now, d);
-        maybe_prepare_rebalance_or_complete_join(*g, now, d);
+        maybe_prepare_rebalance_or_complete_join(*g, now, d, "storing the assignment failed");
         return;
       }
       set_and_propagate_assignment(*g, assignment, now, d);
@@ -828,7 +835,7 @@ LeaveResult Coordinator::leave(const LeaveRequest& req, int64_t now, Deferred& d
     switch (g->state()) {
       case GroupState::kStable:
       case GroupState::kCompletingRebalance:
-        maybe_prepare_rebalance_or_complete_join(*g, now, d);
+        maybe_prepare_rebalance_or_complete_join(*g, now, d, "members left");
         break;
       case GroupState::kPreparingRebalance:
         maybe_complete_join_phase(*g, now, d);

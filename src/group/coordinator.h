@@ -143,8 +143,10 @@ class Coordinator {
                             const std::optional<std::string>& instance);
 
   // Rebalance machinery.
-  void maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now, Deferred& d);
-  void prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d);
+  // `reason` is logged, as Kafka logs why each rebalance starts.
+  void maybe_prepare_rebalance_or_complete_join(ClassicGroup& g, int64_t now, Deferred& d,
+                                                const std::string& reason);
+  void prepare_rebalance(ClassicGroup& g, int64_t now, Deferred& d, const std::string& reason);
   void maybe_complete_join_phase(ClassicGroup& g, int64_t now, Deferred& d);
   void complete_join(ClassicGroup& g, int64_t now, Deferred& d);
   void try_complete_initial_rebalance(ClassicGroup& g, int64_t now, Deferred& d);

@@ -48,6 +48,23 @@ Result<Buffer> encode_response_frame(int32_t correlation_id, int16_t version, co
   return std::move(out).freeze();
 }
 
+// The same as a chain of buffers: record batches (and other bytes values) of at least
+// `zero_copy_min` bytes are shared, not copied (see Writer's zero-copy mode).
+template <typename Body>
+Result<BufferChain> encode_response_chain(int32_t correlation_id, int16_t version, const Body& body,
+                                          size_t zero_copy_min = 4096) {
+  Writer counter = Writer::counter();
+  encode_response_header(counter, Body::kApiKey, version, correlation_id);
+  const size_t size = counter.size() + body.encoded_size(version);
+  BufferChain chain;
+  Writer w(chain, zero_copy_min);
+  w.write_i32(static_cast<int32_t>(size));
+  encode_response_header(w, Body::kApiKey, version, correlation_id);
+  SHALE_TRY(body.encode(w, version));
+  w.finish();
+  return chain;
+}
+
 // A complete size-prefixed request frame: int32 size, header, body.
 template <typename Body>
 Result<Buffer> encode_request_frame(int32_t correlation_id, std::optional<std::string> client_id,

@@ -201,6 +201,35 @@ void Writer::fail(std::string what) {
   if (error_.empty()) error_ = what.empty() ? std::string("encode error") : std::move(what);
 }
 
+Writer& Writer::operator=(Writer&& o) noexcept {
+  if (this == &o) return *this;
+  own_ = std::move(o.own_);
+  out_ = o.out_ == &o.own_ ? &own_ : o.out_;
+  chain_ = o.chain_;
+  zero_copy_min_ = o.zero_copy_min_;
+  size_ = o.size_;
+  error_ = std::move(o.error_);
+  o.out_ = nullptr;
+  o.chain_ = nullptr;
+  return *this;
+}
+
+void Writer::finish() {
+  if (chain_ == nullptr || own_.size() == 0) return;
+  chain_->push_back(std::move(own_).freeze());
+  own_ = BufferBuilder();
+}
+
+void Writer::write_buffer(const Buffer& b) {
+  if (chain_ != nullptr && b.size() >= zero_copy_min_ && b.size() > 0) {
+    finish();
+    chain_->push_back(b);
+    size_ += b.size();
+    return;
+  }
+  write_raw(b.data(), b.size());
+}
+
 void Writer::write_uvarint(uint32_t v) {
   uint8_t tmp[varint::kMaxVarint32];
   uint8_t* e = varint::put_u32(tmp, v);
@@ -249,7 +278,7 @@ void Writer::write_nullable_string(const std::optional<std::string>& s, bool com
 
 void Writer::write_bytes(const Buffer& b, bool compact) {
   write_length(static_cast<int64_t>(b.size()), compact, true);
-  write_raw(b.data(), b.size());
+  write_buffer(b);
 }
 
 void Writer::write_nullable_bytes(const std::optional<Buffer>& b, bool compact, bool nullable,

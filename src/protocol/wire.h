@@ -137,6 +137,17 @@ class Writer {
  public:
   // Appends to `out`. The builder must outlive the writer.
   explicit Writer(BufferBuilder& out) : out_(&out) {}
+  // Zero-copy mode: bytes/records values of at least `zero_copy_min` bytes are not copied but
+  // appended to `chain` as slices sharing their owner (a Fetch response's record batches go
+  // out as they sit in the cache). Call finish() once at the end to flush the tail.
+  explicit Writer(BufferChain& chain, size_t zero_copy_min = 4096)
+      : out_(&own_), chain_(&chain), zero_copy_min_(zero_copy_min) {}
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  Writer(Writer&& o) noexcept { *this = std::move(o); }
+  Writer& operator=(Writer&& o) noexcept;
+  // Zero-copy mode only: moves the bytes written since the last slice into the chain.
+  void finish();
   // A writer that only counts bytes (used for encoded_size and tagged-field sizes).
   static Writer counter() { return Writer(); }
 
@@ -167,6 +178,8 @@ class Writer {
     if (out_ != nullptr) out_->append(p, n);
     size_ += n;
   }
+  // Appends a Buffer's bytes: shared, not copied, in zero-copy mode when large enough.
+  void write_buffer(const Buffer& b);
 
   // `field` names the field in error messages; `nullable` says whether null is legal in this
   // version (writing null where it is not is an error, as in Kafka's Java serializer).
@@ -192,6 +205,9 @@ class Writer {
   void write_length(int64_t n, bool compact, bool wide);
 
   BufferBuilder* out_ = nullptr;
+  BufferBuilder own_;             // zero-copy mode: bytes since the last slice
+  BufferChain* chain_ = nullptr;  // zero-copy mode: the output
+  size_t zero_copy_min_ = 0;
   size_t size_ = 0;
   std::string error_;
 };

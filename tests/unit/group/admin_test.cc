@@ -198,6 +198,11 @@ TEST(Restart, StableGroupAndOffsetsSurvive) {
   }
   EXPECT_EQ(h.fetch("g", "t", 0), 100);
   EXPECT_EQ(h.fetch("g", "t", 1), 200);
+  FetchRequest all;
+  all.groups.push_back(FetchGroup{"g", std::nullopt});
+  auto fetched = h.c->fetch_offsets(all).groups.at(0).topics.at(0).partitions.at(0);
+  EXPECT_EQ(fetched.leader_epoch, 7);
+  EXPECT_EQ(fetched.metadata, "m");
   // Members carry on with the same generation.
   EXPECT_EQ(h.heartbeat("g", t.a, t.generation), err::kNone);
   EXPECT_EQ(h.commit("g", t.b, t.generation, "t", 1, 201), err::kNone);

@@ -377,6 +377,23 @@ TEST(Static, StaticMembersThatDoNotRejoinStayInTheGroup) {
   EXPECT_EQ(a.get().members.size(), 2u);
 }
 
+TEST(Static, StaticMemberWhoseSessionExpiresIsRemoved) {
+  Harness h;
+  StaticPair s = stable_static_pair(h);
+  h.advance(9000);
+  EXPECT_EQ(h.heartbeat("g", s.a, s.generation, "ia"), err::kNone);
+  h.advance(1000);  // b's 10 s session ends: static members are not immune
+  EXPECT_EQ(h.heartbeat("g", s.a, s.generation, "ia"), err::kRebalanceInProgress);
+  EXPECT_EQ(h.heartbeat("g", s.b, s.generation, "ib"), err::kUnknownMemberId);
+  JoinFuture a = join_static(h, "ia", s.a);
+  ASSERT_TRUE(a.done());
+  EXPECT_EQ(a.get().members.size(), 1u);
+  // b comes back later as a new static member.
+  JoinFuture b = join_static(h, "ib");
+  EXPECT_FALSE(b.done());
+  EXPECT_EQ(h.state("g"), "PreparingRebalance");
+}
+
 TEST(Static, AdminCanRemoveAStaticMemberByInstanceId) {
   Harness h;
   StaticPair s = stable_static_pair(h);

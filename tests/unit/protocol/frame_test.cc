@@ -5,6 +5,7 @@
 #include "base/endian.h"
 #include "protocol/generated/api_versions_request.h"
 #include "protocol/generated/api_versions_response.h"
+#include "protocol/generated/fetch_response.h"
 #include "protocol/generated/metadata_request.h"
 
 namespace shale::protocol {
@@ -81,6 +82,28 @@ TEST(Frame, FlexibleResponseHeaderHasTaggedSection) {
   Writer c0 = Writer::counter();
   encode_response_header(c0, ApiKey::kMetadata, 8, 1);
   EXPECT_EQ(c0.size(), 4u);
+}
+
+TEST(Frame, ZeroCopyResponseSharesRecordBatches) {
+  FetchResponse f;
+  auto& t = f.responses.emplace_back();
+  t.topic = "t";
+  Buffer big = Buffer::copy(std::string(64 * 1024, 'r'));
+  Buffer small = Buffer::copy(std::string(100, 's'));
+  t.partitions.emplace_back().records = big;
+  t.partitions.emplace_back().records = small;
+  auto chain = encode_response_chain(3, 12, f);
+  ASSERT_TRUE(chain.ok());
+  auto flat = encode_response_frame(3, 12, f);
+  ASSERT_TRUE(flat.ok());
+  EXPECT_EQ(chain->flatten().view(), flat->view());
+  bool shared = false;
+  for (const Buffer& part : chain->parts()) {
+    if (part.data() == big.data()) shared = true;
+    EXPECT_NE(part.data(), small.data());  // below the threshold: copied
+  }
+  EXPECT_TRUE(shared);
+  EXPECT_EQ(chain->size(), flat->size());
 }
 
 }  // namespace
