@@ -18,28 +18,13 @@
 #include "app/command.h"
 #include "app/config.h"
 #include "base/log.h"
+#include "broker/api_versions.h"
+#include "broker/dispatcher.h"
+#include "broker/metadata.h"
 #include "net/server.h"
 
 namespace shale::app {
 namespace {
-
-// Until the Kafka request dispatcher exists, every request closes its connection: the broker
-// cannot answer anything yet, and a client seeing a closed connection retries elsewhere or
-// fails fast instead of waiting for a response that never comes.
-class NoApiHandler : public net::FrameHandler {
- public:
-  asio::awaitable<net::Response> handle(const net::ConnectionInfo& conn, Buffer) override {
-    uint64_t suppressed = 0;
-    if (limiter_.allow(&suppressed)) {
-      spdlog::warn("no request handlers yet: closing connection from {} [{} more suppressed]",
-                   conn.peer, suppressed);
-    }
-    co_return net::Response::close_connection();
-  }
-
- private:
-  log::RateLimiter limiter_{10000};
-};
 
 std::string host_port(const asio::ip::tcp::endpoint& ep) {
   std::string a = ep.address().to_string();
@@ -52,6 +37,27 @@ uint64_t physical_memory() {
   long page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// This single node is broker and controller. An advertised port of 0 (a listener on port 0, as
+// in tests) becomes the port actually bound.
+broker::ClusterView cluster_view(const Config& cfg, const std::string& cluster_id,
+                                 const std::vector<asio::ip::tcp::endpoint>& bound) {
+  broker::ClusterView view;
+  view.cluster_id = cluster_id;
+  view.controller_id = cfg.get_int("node.id");
+  broker::BrokerInfo self;
+  self.node_id = cfg.get_int("node.id");
+  auto listeners = cfg.listeners();
+  for (const Listener& a : cfg.advertised_listeners()) {
+    int32_t port = a.port;
+    for (size_t i = 0; i < listeners.size() && i < bound.size(); ++i) {
+      if (port == 0 && listeners[i].name == a.name) port = bound[i].port();
+    }
+    self.endpoints.push_back({a.name, a.host, port});
+  }
+  view.brokers.push_back(std::move(self));
+  return view;
 }
 
 int fail(const std::string& msg, int code = 1) {
@@ -130,12 +136,18 @@ int serve_main(int argc, char** argv) {
       static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
   opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
 
-  NoApiHandler handler;  // outlives the pool (see net/frame_handler.h)
+  // The dispatcher and what it refers to outlive the pool (see net/frame_handler.h).
+  broker::ClusterView cluster;
+  broker::NoTopics topics;  // the topic registry plugs in here
+  broker::Dispatcher dispatcher;
   net::ShardPool pool(static_cast<size_t>(cfg.get_int("num.network.threads")));
-  net::Server server(opts, pool, handler);
+  net::Server server(opts, pool, dispatcher);
   if (auto st = server.bind(); !st.ok()) {
     return fail("configuration key 'listeners': " + st.error().message);
   }
+  cluster = cluster_view(cfg, *cluster_id, server.local_endpoints());
+  broker::register_api_versions(dispatcher);
+  broker::register_metadata(dispatcher, cluster, topics);
   pool.start();
   server.start();
 

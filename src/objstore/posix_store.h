@@ -15,7 +15,8 @@
 //
 // Threading: every operation runs on the store's own thread pool (never on the caller's
 // thread) and calls back on a pool thread. The destructor finishes queued operations first.
-// A MultipartUpload must not outlive its store.
+// A MultipartUpload must not outlive its store, and must stay alive until the callbacks of its
+// own calls have run.
 // Errors: ENOSPC/EDQUOT → kNoSpace (retryable), ENOENT → kNotFound, EIO → kIoError, ESTALE/
 // EAGAIN/ETIMEDOUT → kUnavailable (retryable), others → kIoError with the path and strerror.
 #pragma once

@@ -125,6 +125,9 @@ class S3Engine {
     scheme_ = opts.endpoint.substr(0, sep);
     hostport_ = opts.endpoint.substr(sep + 3);
     sigv4_ = "aws:amz:" + opts.region + ":s3";
+    using PS = S3Options::PayloadSigning;
+    unsigned_payload_ = opts.payload_signing == PS::kUnsigned ||
+                        (opts.payload_signing == PS::kAuto && scheme_ == "https");
     multi_ = curl_multi_init();
     curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS,
                       static_cast<long>(opts.max_concurrency));
@@ -170,8 +173,10 @@ class S3Engine {
     t->retry_if = std::move(retry_if);
     // The payload hash is computed here, on the caller's thread, so the I/O thread never
     // spends milliseconds hashing a 16 MiB part while other transfers wait.
-    t->req.headers.push_back("x-amz-content-sha256: " +
-                             digest_hex(EVP_sha256(), t->req.body.data(), t->req.body.size()));
+    t->req.headers.push_back(
+        "x-amz-content-sha256: " +
+        (unsigned_payload_ ? std::string("UNSIGNED-PAYLOAD")
+                           : digest_hex(EVP_sha256(), t->req.body.data(), t->req.body.size())));
     {
       std::lock_guard lk(mu_);
       if (!stopping_) {
@@ -256,6 +261,7 @@ class S3Engine {
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, opts.low_speed_bytes_per_s);
     curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, opts.low_speed_time_s);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_EXPECT_100_TIMEOUT_MS, 200L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, opts.verify_tls ? 1L : 0L);
     curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, opts.verify_tls ? 2L : 0L);
     curl_slist* h = nullptr;
@@ -263,7 +269,10 @@ class S3Engine {
     if (!opts.session_token.empty()) {
       h = curl_slist_append(h, ("x-amz-security-token: " + opts.session_token).c_str());
     }
-    h = curl_slist_append(h, "Expect:");  // no 100-continue round trip
+    // No "Expect:" header to suppress 100-continue: libcurl 7.88 signs an empty Expect header
+    // it then does not send, and the server rejects the signature. libcurl adds its own
+    // "Expect: 100-continue" for bodies over 1 MiB after signing; the wait for the interim
+    // response is capped below.
     const std::string& m = t->req.method;
     if (m == "GET") {
       curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
@@ -405,6 +414,7 @@ class S3Engine {
   }
 
   std::string scheme_, hostport_, sigv4_;
+  bool unsigned_payload_ = false;
   CURLM* multi_ = nullptr;
   std::mutex mu_;
   std::deque<std::unique_ptr<Transfer>> incoming_;
@@ -457,12 +467,26 @@ Error to_error(const HttpResponse& r, const std::string& op, const std::string& 
   if (r.status >= 400 && r.status < 500) {
     return Error::make(Errc::kInvalidArgument, where + ": " + detail);
   }
-  return Error::make(Errc::kIoError,
-                     where + ": unexpected HTTP status " + std::to_string(r.status));
+  // 3xx: libcurl does not follow redirects; S3 sends 301 PermanentRedirect for a wrong region.
+  return Error::make(Errc::kIoError, where + ": unexpected HTTP status " +
+                                         std::to_string(r.status) +
+                                         (code.empty() ? "" : " (" + detail + ")"));
 }
 
 bool ok_status_code(long s) { return s >= 200 && s < 300; }
 
+}  // namespace
+
+namespace {
+// An empty key would address the bucket itself (a PUT there is CreateBucket), so keys are
+// checked before any request is built.
+Status check_key(const std::string& key) {
+  if (key.empty()) return Error::make(Errc::kInvalidArgument, "empty S3 object key");
+  if (key.size() > 1024) {
+    return Error::make(Errc::kInvalidArgument, "S3 object key longer than 1024 bytes");
+  }
+  return ok_status();
+}
 }  // namespace
 
 S3Store::S3Store(std::unique_ptr<S3Engine> engine) : engine_(std::move(engine)) {}
@@ -494,6 +518,7 @@ StoreStats S3Store::stats() const { return engine_->counters.snapshot(); }
 std::string S3Store::object_url(const std::string& key) const { return engine_->url(key, {}); }
 
 void S3Store::put(const std::string& key, BufferChain data, StatusCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k));
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "PUT";
@@ -513,6 +538,7 @@ void S3Store::put(const std::string& key, BufferChain data, StatusCallback done)
 }
 
 void S3Store::get(const std::string& key, Range range, GetCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k).error());
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "GET";
@@ -549,6 +575,9 @@ void S3Store::remove(std::vector<std::string> keys, StatusCallback done) {
   S3Engine* eng = engine_.get();
   StoreCounters::add(eng->counters.deletes, keys.size());
   if (keys.empty()) return done(ok_status());
+  for (const auto& k : keys) {
+    if (Status c = check_key(k); !c.ok()) return done(std::move(c));
+  }
   struct State {
     std::mutex mu;
     size_t pending = 0;
@@ -751,6 +780,7 @@ class S3Multipart final : public MultipartUpload {
 };
 
 void S3Store::create_multipart(const std::string& key, MultipartCallback done) {
+  if (Status k = check_key(key); !k.ok()) return done(std::move(k).error());
   S3Engine* eng = engine_.get();
   HttpRequest req;
   req.method = "POST";

@@ -4,9 +4,9 @@
 //
 // Requests: PutObject, GetObject with a Range header, DeleteObjects (batched POST ?delete with
 // Content-MD5), ListObjectsV2 with continuation tokens, Create/UploadPart/Complete/Abort
-// multipart. Each request carries x-amz-content-sha256 with the real payload hash (computed
-// on the caller's thread, since S3 requires the header and libcurl 7.88 hashes only
-// POSTFIELDS bodies, which is how bodies are handed to it here).
+// multipart. Each request carries x-amz-content-sha256 (S3 requires it; libcurl 7.88 does not
+// add it, and signs with its value): the body's SHA-256, computed on the caller's thread so the
+// I/O thread never stalls on a 16 MiB part, or UNSIGNED-PAYLOAD over https (payload_signing).
 //
 // Concurrency and retries: at most `max_concurrency` requests are in flight; more wait in a
 // FIFO queue. 5xx, 503 SlowDown, 429, 408, a 400 RequestTimeout, curl time-outs, connection
@@ -16,7 +16,8 @@
 //
 // Threading: methods may be called from any thread. Callbacks run on the I/O thread and must
 // not block. The destructor fails queued and in-flight requests with kShutdown (each callback
-// still runs once) and joins the I/O thread. A MultipartUpload must not outlive its store.
+// still runs once) and joins the I/O thread. A MultipartUpload must not outlive its store, and
+// must stay alive until the callbacks of its own calls have run.
 #pragma once
 
 #include <memory>
@@ -44,6 +45,11 @@ struct S3Options {
   int list_page_size = 1000;  // max-keys per ListObjectsV2 page (S3 caps it at 1000)
   int delete_batch = 1000;    // keys per DeleteObjects request (S3 caps it at 1000)
   bool verify_tls = true;
+  // What x-amz-content-sha256 carries. kSha256 hashes every body (on the caller's thread);
+  // kUnsigned sends UNSIGNED-PAYLOAD, which S3 accepts and which is safe over TLS (TLS
+  // already protects the body); kAuto = kUnsigned for https endpoints, kSha256 for http.
+  enum class PayloadSigning { kAuto, kSha256, kUnsigned };
+  PayloadSigning payload_signing = PayloadSigning::kAuto;
 };
 
 class S3Engine;

@@ -52,6 +52,15 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   return r;
 }
 
+void BlockCache::insert(const BlockKey& key, const BlockSpan& span, Buffer data) {
+  std::lock_guard lk(mu_);
+  if (entries_.count(key) || data.size() > capacity_) return;
+  make_room_locked(data.size());
+  lru_.push_back(key);
+  bytes_ += data.size();
+  entries_[key] = Entry{std::move(data), span, std::prev(lru_.end())};
+}
+
 bool BlockCache::wanted_locked(const BlockSpan& s, int64_t now_ms) const {
   auto it = readers_.find(s.stream_id);
   if (it == readers_.end()) return false;

@@ -50,6 +50,8 @@ class BlockCache {
   Result<Buffer> get(const BlockKey& key, const BlockSpan& span,
                      const std::function<Result<Buffer>()>& load, bool* loaded = nullptr);
   bool contains(const BlockKey& key) const;
+  // Adds a block fetched by someone else (read-ahead fetches runs of blocks in one GET).
+  void insert(const BlockKey& key, const BlockSpan& span, Buffer data);
   // Sequential reader bookkeeping: a reader of `stream` moved from `from` (-1: new) to `to`.
   void move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms);
   void drop_object(int64_t object_id);

@@ -155,6 +155,8 @@ Status EngineImpl::rewrite_objects(const std::vector<std::pair<int64_t, meta::Ke
   std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data;
   std::map<int64_t, std::optional<StreamMeta>> streams;
   for (auto& [id, kv] : sources) {
+    // A round can read hundreds of MiB: give way to shutdown (the sources stay as they are).
+    if (stopping_) return Error::make(Errc::kShutdown, "engine is shutting down");
     auto om = decode_object(kv.value);
     if (!om.ok()) return std::move(om).error();
     {

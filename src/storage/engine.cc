@@ -4,6 +4,7 @@
 #include "base/log.h"
 #include "storage/engine_impl.h"
 #include "storage/file_wal.h"
+#include "storage/object_wal.h"
 #include "storage/record.h"
 
 namespace shale::storage {
@@ -46,7 +47,10 @@ void StreamImpl::append(int64_t expected_base, uint32_t count, Buffer payload,
                                                     ", next offset is " + std::to_string(next_));
     } else {
       Status st = e_->admit(payload.size() + LogCache::kRecordOverhead);
-      if (st.ok()) st = e_->wal_append(this, next_, count, std::move(payload), std::move(done));
+      // Shared so that a refusal by the WAL leaves the callback with us to report it.
+      auto cb = std::make_shared<AppendCallback>(std::move(done));
+      if (st.ok()) st = e_->wal_append(this, next_, count, std::move(payload), cb);
+      if (!st.ok()) done = std::move(*cb);
       if (st.ok()) {
         next_ += count;
         ++pending_;
@@ -281,9 +285,22 @@ Status EngineImpl::start() {
     auto f = FileWal::open(w);
     if (!f.ok()) return std::move(f).error();
     wal_ = std::move(f).value();
+  } else if (opts_.wal_path.rfind("object://", 0) == 0) {
+    ObjectWalOptions w;
+    w.prefix = opts_.wal_path.substr(9);
+    w.node_id = opts_.node_id;
+    w.node_epoch = node_epoch_;
+    w.batch_interval_ms = opts_.object_wal_batch_interval_ms;
+    w.batch_bytes = opts_.object_wal_batch_bytes;
+    w.max_unflushed = opts_.log_cache_size;
+    if (w.prefix.empty()) return Error::make(Errc::kInvalidArgument, "object WAL needs a prefix");
+    auto ow = ObjectWal::open(w, store_);
+    if (!ow.ok()) return std::move(ow).error();
+    wal_ = std::move(ow).value();
   } else {
-    return Error::make(Errc::kInvalidArgument,
-                       "s3.wal.path must be file:///path, got '" + opts_.wal_path + "'");
+    return Error::make(
+        Errc::kInvalidArgument,
+        "s3.wal.path must be file:///path or object://prefix, got '" + opts_.wal_path + "'");
   }
   SHALE_TRY(recover());
   watch_streams();
@@ -554,7 +571,7 @@ Status EngineImpl::admit(uint64_t bytes) {
 }
 
 Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffer payload,
-                              AppendCallback done) {
+                              std::shared_ptr<AppendCallback> done) {
   uint8_t head[kRecordHeaderSize];
   encode_record_header(head, EncodedRecordHeader{s->id(), s->epoch(), base, count,
                                                  static_cast<uint32_t>(payload.size())});
@@ -564,8 +581,7 @@ Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffe
   Buffer body = payload;
   Status st = wal_->append(
       Buffer::copy(head, sizeof head), std::move(body),
-      [this, s, base, count, payload = std::move(payload), charge,
-       done = std::move(done)](Result<uint64_t> r) mutable {
+      [this, s, base, count, payload = std::move(payload), charge, done](Result<uint64_t> r) {
         if (r.ok()) {
           bool sealed;
           {
@@ -575,11 +591,11 @@ Status EngineImpl::wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffe
           }
           if (sealed) upload_cv_.notify_all();
           s->on_durable(base + count);
-          done(AppendResult{base, base + count});
+          (*done)(AppendResult{base, base + count});
         } else {
           inflight_bytes_ -= charge;
           s->on_failed();
-          done(std::move(r).error());
+          (*done)(std::move(r).error());
         }
         --inflight_appends_;
       });
@@ -616,7 +632,8 @@ void EngineImpl::background_loop() {
       if (opts_.compaction_interval_ms > 0 && now >= next_compaction) {
         lk.unlock();
         Status st = compact_now();
-        if (!st.ok()) SPDLOG_WARN("storage compaction: {}", st.error().to_string());
+        if (!st.ok() && st.error().code != Errc::kShutdown)
+          SPDLOG_WARN("storage compaction: {}", st.error().to_string());
         lk.lock();
         next_compaction = clock::mono_ms() + opts_.compaction_interval_ms;
         continue;

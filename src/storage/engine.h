@@ -52,7 +52,7 @@ struct EngineOptions {
   // in the engine's ObjectStore, for diskless deployments).
   std::string wal_path;
   uint64_t wal_capacity = 2 * kGiB;            // s3.wal.capacity (file WAL ring size)
-  bool wal_direct_io = false;                  // O_DIRECT|O_DSYNC writes instead of write+fdatasync
+  bool wal_direct_io = true;                   // O_DIRECT|O_DSYNC (falls back to write+fdatasync)
   uint64_t wal_max_write = 4 * kMiB;           // largest group-commit write
   int64_t object_wal_batch_interval_ms = 250;  // object WAL: max wait before a PUT
   uint64_t object_wal_batch_bytes = 8 * kMiB;  // object WAL: PUT once a batch is this big

@@ -101,8 +101,9 @@ class EngineImpl final : public Engine {
   const Keys& keys() const { return keys_; }
   meta::MetaStore* meta() { return meta_; }
   Status admit(uint64_t bytes);  // LogCache back-pressure
+  // On failure the callback has not been called and *done is still usable by the caller.
   Status wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffer payload,
-                    AppendCallback done);
+                    std::shared_ptr<AppendCallback> done);
   void read(StreamImpl* s, int64_t start, int64_t end, size_t max_bytes, ReadCallback done);
   void post_background(std::function<void()> fn);
   void forget_stream(int64_t id);

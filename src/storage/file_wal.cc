@@ -48,6 +48,13 @@ Result<std::unique_ptr<FileWal>> FileWal::open(const FileWalOptions& opts) {
   bool fresh = !fs->exists(opts.path);
   if (fresh) SHALE_TRY(fs->preallocate(opts.path, cap));
   auto f = fs->open(opts.path, OpenOptions{false, opts.direct_io, false});
+  if (!f.ok() && opts.direct_io) {
+    // tmpfs and some NFS setups refuse O_DIRECT: fall back to write + fdatasync per group.
+    SPDLOG_WARN("wal {}: O_DIRECT not available ({}); using buffered writes + fdatasync", opts.path,
+                f.error().message);
+    w->opts_.direct_io = false;
+    f = fs->open(opts.path, OpenOptions{false, false, false});
+  }
   if (!f.ok()) return std::move(f).error();
   w->file_ = std::move(f).value();
   auto size = w->file_->size();
@@ -115,6 +122,10 @@ Status FileWal::write_header(uint64_t trim) {
 }
 
 Result<std::vector<WalRecord>> FileWal::recover() {
+  // A separate buffered handle: O_DIRECT reads would need aligned buffers and offsets.
+  auto rf = opts_.fs->open(opts_.path, OpenOptions{false, false, true});
+  if (!rf.ok()) return std::move(rf).error();
+  File* file = rf->get();
   // Sequential reader over the ring with an 8 MiB window, so recovery costs a few large reads.
   std::vector<uint8_t> win;
   uint64_t win_pos = 0;
@@ -125,7 +136,7 @@ Result<std::vector<WalRecord>> FileWal::recover() {
       want = static_cast<size_t>(std::min<uint64_t>(want, file_end - pos));
       if (want < n) return Error::make(Errc::kCorruption, "read past ring end");
       win.resize(want);
-      auto r = file_->read_at(win.data(), want, pos);
+      auto r = file->read_at(win.data(), want, pos);
       if (!r.ok()) return std::move(r).error();
       if (*r < n) return Error::make(Errc::kCorruption, "short WAL read");
       win.resize(*r);

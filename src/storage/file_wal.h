@@ -31,7 +31,7 @@ namespace shale::storage {
 struct FileWalOptions {
   std::string path;
   uint64_t capacity = 2ull << 30;  // whole file, rounded down to 4 KiB
-  bool direct_io = false;
+  bool direct_io = false;          // O_DIRECT|O_DSYNC; falls back to buffered if the FS refuses it
   uint64_t max_write = 4ull << 20;
   int32_t node_id = 0;
   int64_t node_epoch = 0;

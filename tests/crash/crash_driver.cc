@@ -1,7 +1,7 @@
 // storage_crash: kill -9 crash test of the storage engine (after RocksDB's db_crashtest).
 //
-//   storage_crash run [--dir D] [--cycles N] [--seconds S] [--seed X]
-//   storage_crash child --dir D --seed X            (started by `run`)
+//   storage_crash run [--dir D] [--cycles N] [--seconds S] [--seed X] [--wal file|object]
+//   storage_crash child --dir D --seed X --wal W    (started by `run`)
 //
 // The child opens the engine on a file WAL + a POSIX object directory + a SQLite MetaStore,
 // and appends to 8 streams under load (16 appends in flight per stream, uploads, compaction
@@ -68,10 +68,14 @@ std::string payload_for(int64_t stream, int64_t base) {
   return s;
 }
 
+bool g_object_wal = false;  // --wal object: the WAL lives in the object directory
+
 storage::EngineOptions engine_options(const std::string& dir) {
   storage::EngineOptions o;
   o.node_id = 0;
-  o.wal_path = "file://" + dir + "/wal";
+  o.wal_path = g_object_wal ? "object://wal" : "file://" + dir + "/wal";
+  o.object_wal_batch_interval_ms = 20;
+  o.object_wal_batch_bytes = 1 * storage::kMiB;
   o.wal_capacity = 64 * storage::kMiB;
   o.wal_max_write = 1 * storage::kMiB;
   o.log_cache_size = 32 * storage::kMiB;
@@ -243,8 +247,8 @@ int run_main(std::string dir, int cycles, int seconds, uint64_t seed, const char
     pid_t pid = ::fork();
     if (pid == 0) {
       std::string s = std::to_string(rng());
-      ::execl(self, self, "child", "--dir", dir.c_str(), "--seed", s.c_str(),
-              static_cast<char*>(nullptr));
+      ::execl(self, self, "child", "--dir", dir.c_str(), "--seed", s.c_str(), "--wal",
+              g_object_wal ? "object" : "file", static_cast<char*>(nullptr));
       std::_Exit(127);
     }
     auto kill_after = std::chrono::milliseconds(150 + rng() % 900);
@@ -300,6 +304,8 @@ int main(int argc, char** argv) {
       seconds = std::stoi(v);
     else if (k == "--seed")
       seed = std::stoull(v);
+    else if (k == "--wal")
+      g_object_wal = v == "object";
   }
   if (mode == "child") return child_main(dir, seed);
   if (cycles <= 0 && seconds <= 0) cycles = 20;

@@ -182,6 +182,95 @@ def test_bad_frames_close_only_their_connection():
         assert "oversized frame size 1001" in b.log(), b.log()
 
 
+def kafka_request(key, version, correlation_id, body=b"", flexible_header=False):
+    """A size-prefixed Kafka request with a v1 (or v2) header and client id "it"."""
+    header = struct.pack(">hhih", key, version, correlation_id, 2) + b"it"
+    if flexible_header:
+        header += b"\x00"  # no tagged fields
+    payload = header + body
+    return struct.pack(">i", len(payload)) + payload
+
+
+def read_frame(s):
+    def exactly(n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            if not chunk:
+                raise AssertionError("connection closed after %d of %d bytes" % (len(buf), n))
+            buf += chunk
+        return buf
+    (size,) = struct.unpack(">i", exactly(4))
+    return exactly(size)
+
+
+def kcat_metadata(port):
+    r = subprocess.run(["kcat", "-b", "127.0.0.1:%d" % port, "-L", "-m", "10"],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return r.stdout
+
+
+def test_kcat_lists_the_broker():
+    with Broker("node.id=5") as b:
+        out = kcat_metadata(b.port)
+        assert "1 brokers:" in out, out
+        assert "broker 5 at 127.0.0.1:%d (controller)" % b.port in out, out
+        assert "0 topics:" in out, out
+        r = subprocess.run(["kcat", "-b", "127.0.0.1:%d" % b.port, "-L", "-t", "missing",
+                            "-m", "10"], capture_output=True, text=True, timeout=60)
+        assert "Unknown topic or partition" in r.stdout + r.stderr, r.stdout + r.stderr
+        assert b.stop() == 0
+
+
+def test_api_versions_downgrade():
+    with Broker() as b:
+        s = connect(b.port)
+        # ApiVersions v99 from a "future" client: the answer is a v0 response (header v0) with
+        # UNSUPPORTED_VERSION (35) and our ranges, on a connection that stays open.
+        s.sendall(kafka_request(18, 99, 1234, b"\x00\x00\x00", flexible_header=True))
+        resp = read_frame(s)
+        corr, err, n = struct.unpack(">ihi", resp[:10])
+        assert (corr, err) == (1234, 35), (corr, err)
+        ranges = {struct.unpack(">hhh", resp[10 + 6 * i:16 + 6 * i])[0]:
+                  struct.unpack(">hhh", resp[10 + 6 * i:16 + 6 * i])[1:] for i in range(n)}
+        assert ranges[18] == (0, 4) and ranges[3] == (0, 12), ranges
+        s.sendall(kafka_request(18, 0, 1235))  # v0 on the same connection works
+        corr, err = struct.unpack(">ih", read_frame(s)[:6])
+        assert (corr, err) == (1235, 0)
+        s.close()
+        assert b.stop() == 0
+
+
+def test_malformed_requests_keep_serving():
+    with Broker("socket.request.max.bytes=100000") as b:
+        bad = {
+            "oversized": struct.pack(">i", 100001),
+            "negative size": struct.pack(">i", -1),
+            "unknown api key": kafka_request(4242, 0, 1),
+            "api without handler": kafka_request(0, 9, 1, b"\x00" * 20),
+            "bad metadata version": kafka_request(3, 77, 1, flexible_header=True),
+            "garbage body": kafka_request(3, 1, 1, b"\x00\x00\x00\x09\xff"),
+            "garbage header": struct.pack(">i", 6) + b"\x00\x03\x00\x01\xff\xff",
+        }
+        for name, frame in bad.items():
+            s = connect(b.port)
+            s.sendall(frame)
+            assert closed_by_peer(s), name
+            assert "brokers:" in kcat_metadata(b.port), name
+        # Truncated: the client sends half a frame and hangs up.
+        s = connect(b.port)
+        s.sendall(struct.pack(">i", 50) + b"\x00\x03")
+        s.close()
+        assert "brokers:" in kcat_metadata(b.port)
+        # One line per kind at most every 10 s: the first of each kind is logged.
+        log = b.log()
+        for word in ("oversized frame size 100001", "unknown api key 4242",
+                     "unsupported version 77", "cannot decode or encode Metadata v1"):
+            assert word in log, (word, log)
+        assert b.stop() == 0
+
+
 CASES = {name[5:]: fn for name, fn in globals().items() if name.startswith("test_")}
 
 if __name__ == "__main__":

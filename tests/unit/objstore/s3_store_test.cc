@@ -75,11 +75,69 @@ TEST(S3Store, PutSendsSignedRequestAndRetriesServerErrors) {
   EXPECT_NE(auth.find("/us-east-1/s3/aws4_request"), std::string::npos);
   EXPECT_NE(auth.find("x-amz-content-sha256"), std::string::npos);
   EXPECT_TRUE(r.headers.count("x-amz-date"));
+  // Every signed header is sent (libcurl 7.88 signs an empty "Expect:" it then drops).
+  size_t sh = auth.find("SignedHeaders=");
+  ASSERT_NE(sh, std::string::npos);
+  std::string names = auth.substr(sh + 14, auth.find(',', sh) - sh - 14);
+  std::stringstream ns(names);
+  for (std::string n; std::getline(ns, n, ';');) EXPECT_TRUE(r.headers.count(n)) << n;
   StoreStats st = s->stats();
   EXPECT_EQ(st.retries, 2u);
   EXPECT_EQ(st.requests, 3u);
   EXPECT_EQ(st.puts, 1u);
   EXPECT_EQ(st.put_bytes, 7u);
+}
+
+TEST(S3Store, LargeBodiesKeepEverySignedHeader) {
+  FakeHttpServer srv;
+  srv.push(status(200));
+  auto s = open_fake(srv);
+  std::string big(3u << 20, 'b');  // above libcurl's 1 MiB Expect: 100-continue threshold
+  ASSERT_TRUE(put_sync(*s, "big", chain(big)).ok());
+  auto r = srv.requests().back();
+  EXPECT_EQ(r.body.size(), big.size());
+  EXPECT_EQ(r.headers.at("x-amz-content-sha256"), sha256_hex(big));
+  const std::string& auth = r.headers.at("authorization");
+  size_t sh = auth.find("SignedHeaders=");
+  std::string names = auth.substr(sh + 14, auth.find(',', sh) - sh - 14);
+  std::stringstream ns(names);
+  for (std::string n; std::getline(ns, n, ';');) EXPECT_TRUE(r.headers.count(n)) << n;
+  EXPECT_EQ(names.find("expect"), std::string::npos);
+}
+
+TEST(S3Store, SessionTokenIsSentAndSigned) {
+  FakeHttpServer srv;
+  srv.push(status(200, "x"));
+  S3Options o;
+  o.session_token = "FwoGZXIvYXdzEJr//token";
+  auto s = open_fake(srv, o);
+  ASSERT_TRUE(get_sync(*s, "k").ok());
+  auto r = srv.requests().back();
+  EXPECT_EQ(r.headers.at("x-amz-security-token"), "FwoGZXIvYXdzEJr//token");
+  EXPECT_NE(r.headers.at("authorization").find("x-amz-security-token"), std::string::npos);
+}
+
+TEST(S3Store, UnsignedPayloadSkipsHashing) {
+  FakeHttpServer srv;
+  srv.push(status(200));
+  S3Options o;
+  o.payload_signing = S3Options::PayloadSigning::kUnsigned;
+  auto s = open_fake(srv, o);
+  ASSERT_TRUE(put_sync(*s, "k", chain("body")).ok());
+  auto r = srv.requests().back();
+  EXPECT_EQ(r.headers.at("x-amz-content-sha256"), "UNSIGNED-PAYLOAD");
+  EXPECT_EQ(r.body, "body");
+}
+
+TEST(S3Store, EmptyKeysNeverReachTheServer) {
+  FakeHttpServer srv;
+  auto s = open_fake(srv);
+  EXPECT_EQ(put_sync(*s, "", chain("x")).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(get_sync(*s, "").error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(remove_sync(*s, {"a", ""}).error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(testing_util::create_multipart_sync(*s, "").error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(put_sync(*s, std::string(1025, 'k'), chain("x")).error().code, Errc::kInvalidArgument);
+  EXPECT_TRUE(srv.requests().empty());
 }
 
 TEST(S3Store, ForbiddenIsFinalAccessDenied) {
@@ -143,14 +201,15 @@ TEST(S3Store, RequestTimeoutRetries) {
   FakeResponse slow = status(200, "late");
   slow.delay_ms = 1500;
   srv.push(slow);
-  srv.push(status(200, "fast"));
+  // Every later attempt answers at once (even a loaded machine may need more than one).
+  srv.set_handler([](const auto&) { return status(200, "fast"); });
   S3Options o;
   o.request_timeout_ms = 300;
   auto s = open_fake(srv, o);
   auto r = get_sync(*s, "k");
   ASSERT_TRUE(r.ok()) << r.error().to_string();
   EXPECT_EQ(r->view(), "fast");
-  EXPECT_EQ(s->stats().retries, 1u);
+  EXPECT_GE(s->stats().retries, 1u);
 }
 
 TEST(S3Store, GarbageResponsesNeverCrash) {

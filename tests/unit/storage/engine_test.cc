@@ -184,6 +184,29 @@ TEST_F(EngineTest, CrashRecoveryReplaysTheWal) {
   expect_readable(s, id, 0, 50, 500);
 }
 
+TEST_F(EngineTest, ObjectWalCrashRecovery) {
+  auto o = options();
+  o.wal_path = "object://wal";
+  o.object_wal_batch_interval_ms = 2;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    for (int64_t i = 0; i < 40; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 700)).ok());
+    }
+    // Data uploads fail from here: the records exist only in the WAL objects.
+    store_.fail_puts = true;
+    e->shutdown();
+  }
+  store_.fail_puts = false;
+  auto e = open(o);
+  Stream* s = *e->open_stream(id);
+  EXPECT_EQ(s->end_offset(), 40);
+  expect_readable(s, id, 0, 40, 700);
+}
+
 TEST_F(EngineTest, RecoveryFailsWhileTheStoreIsDownAndKeepsTheWal) {
   int64_t id;
   {
@@ -236,6 +259,37 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   }
   EXPECT_TRUE(ok.ok());
   expect_readable(s, id, 0, off + 1, 64 << 10);
+}
+
+TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;  // the WAL fills long before the 8 MiB LogCache
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  store_.fail_puts = true;  // no upload, so no WAL trim
+  Status last;
+  int64_t off = 0;
+  for (; off < 200; ++off) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (!r.ok()) {
+      last = r.error();
+      break;
+    }
+  }
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  EXPECT_EQ(s->next_offset(), off);
+  store_.fail_puts = false;
+  Status ok;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_TRUE(ok.ok());
+  expect_readable(s, id, 0, off + 1, 32 << 10);
 }
 
 TEST_F(EngineTest, ReopenElsewhereFencesTheOldOwner) {
@@ -394,6 +448,7 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   testing::FaultFs fs;
   auto o = options();
   o.fs = &fs;
+  o.wal_direct_io = false;  // the fdatasync path
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);

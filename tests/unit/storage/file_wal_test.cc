@@ -98,6 +98,24 @@ TEST(FileWal, AppendsCompleteInOrderAndRecover) {
   }
 }
 
+TEST(FileWal, DirectIoAppendsRecover) {
+  TempDir d;
+  auto o = opts(d.file("wal"));
+  o.direct_io = true;  // falls back to buffered where the file system refuses O_DIRECT
+  {
+    auto w = open_ready(o);
+    Appender a;
+    for (int i = 0; i < 30; ++i) ASSERT_TRUE(a.append(*w, i, 777 * (i % 5) + 1).ok());
+    a.wait();
+    for (auto& r : a.results) ASSERT_TRUE(r.ok());
+  }
+  auto w = FileWal::open(o);
+  auto recs = (*w)->recover();
+  ASSERT_TRUE(recs.ok());
+  ASSERT_EQ(recs->size(), 30u);
+  EXPECT_EQ((*recs)[29].body.view().substr(1), payload(29, 777 * 4 + 1).view());
+}
+
 TEST(FileWal, TrimIsDurableAndRecoveryStartsThere) {
   TempDir d;
   {
