@@ -4,7 +4,11 @@
 
 #include <map>
 
+#include "base/endian.h"
+#include "broker/api_versions.h"
+#include "broker/dispatcher.h"
 #include "group_harness.h"
+#include "protocol/frame.h"
 #include "protocol/generated/request_header.h"
 
 namespace shale::broker::testing {
@@ -140,6 +144,59 @@ TEST_F(GroupServiceTest, RegistersEveryGroupApi) {
   auto resp = await(d.describe(ctx, req));
   ASSERT_TRUE(resp.has_value());
   EXPECT_EQ(resp->groups.at(0).group_state, "Stable");
+}
+
+// Bytes in, bytes out: the real dispatcher decodes the frames, runs the group handlers and
+// encodes their answers; ApiVersions advertises the registered group APIs.
+TEST_F(GroupServiceTest, ThroughTheDispatcher) {
+  start();
+  Dispatcher d;
+  register_api_versions(d);
+  register_group_handlers(d, h());
+  net::ConnectionInfo conn;
+  conn.peer = "127.0.0.1:40000";
+  auto call = [&](auto req, int16_t version, auto resp_type) {
+    using Resp = decltype(resp_type);
+    auto f = protocol::encode_request_frame(9, std::string("wire-client"), version, req);
+    EXPECT_TRUE(f.ok());
+    net::Response r = await(d.handle(conn, f->slice(4, f->size() - 4)));
+    EXPECT_FALSE(r.close);
+    Resp out;
+    if (!r.frame) return out;
+    Buffer b = r.frame->flatten();
+    protocol::Reader rd(b);
+    protocol::ResponseHeader hdr;
+    EXPECT_TRUE(protocol::decode_response_header(rd, Resp::kApiKey, version, hdr).ok());
+    EXPECT_EQ(hdr.correlation_id, 9);
+    EXPECT_TRUE(out.decode(rd, version).ok());
+    EXPECT_EQ(rd.remaining(), 0u);
+    return out;
+  };
+
+  auto versions = call(protocol::ApiVersionsRequest{}, 2, protocol::ApiVersionsResponse{});
+  std::map<int16_t, int16_t> max_of;
+  for (const auto& k : versions.api_keys) max_of[k.api_key] = k.max_version;
+  EXPECT_EQ(max_of[static_cast<int16_t>(protocol::ApiKey::kFindCoordinator)], 6);
+  EXPECT_EQ(max_of[static_cast<int16_t>(protocol::ApiKey::kJoinGroup)], 9);
+  EXPECT_EQ(max_of[static_cast<int16_t>(protocol::ApiKey::kOffsetDelete)], 0);
+
+  protocol::FindCoordinatorRequest fc;
+  fc.coordinator_keys = {"g"};
+  auto coord = call(fc, 4, protocol::FindCoordinatorResponse{});
+  ASSERT_EQ(coord.coordinators.size(), 1u);
+  EXPECT_EQ(coord.coordinators[0].port, 19092);
+
+  auto first = call(join_req("g", ""), 9, protocol::JoinGroupResponse{});
+  EXPECT_EQ(first.error_code, 79);
+  auto j = call(join_req("g", first.member_id), 9, protocol::JoinGroupResponse{});
+  EXPECT_EQ(j.error_code, 0);
+  EXPECT_EQ(j.generation_id, 1);
+  protocol::DescribeGroupsRequest dg;
+  dg.groups = {"g"};
+  auto desc = call(dg, 5, protocol::DescribeGroupsResponse{});
+  ASSERT_EQ(desc.groups.at(0).members.size(), 1u);
+  EXPECT_EQ(desc.groups[0].members[0].client_id, "wire-client");
+  EXPECT_EQ(desc.groups[0].members[0].client_host, "/127.0.0.1");
 }
 
 }  // namespace
