@@ -18,8 +18,8 @@
 #include "app/command.h"
 #include "app/config.h"
 #include "base/log.h"
-#include "broker/broker.h"
 #include "broker/api_versions.h"
+#include "broker/broker.h"
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
@@ -194,10 +194,9 @@ int serve_main(int argc, char** argv) {
       gcfg.coordinator.port = eps0.front().port;
     }
   }
-  broker::GroupService groups(gcfg, &broker.meta(), broker.workers(),
-                              [bp = &broker](std::string_view t, int32_t p) {
-                                return bp->partition_exists(t, p);
-                              });
+  broker::GroupService groups(
+      gcfg, &broker.meta(), broker.workers(),
+      [bp = &broker](std::string_view t, int32_t p) { return bp->partition_exists(t, p); });
   if (auto st = groups.start(); !st.ok()) {
     return fail("loading consumer groups: " + st.error().to_string());
   }

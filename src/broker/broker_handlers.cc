@@ -14,12 +14,12 @@ template <typename Req, typename Resp>
 void add(Dispatcher& d, Broker& b, int16_t min_version,
          asio::awaitable<Resp> (*fn)(Broker&, int16_t, Req)) {
   Broker* bp = &b;
-  d.add<Req, Resp>(min_version, Req::kMaxVersion,
-                   [bp, fn](const RequestContext& ctx,
-                            Req& req) -> asio::awaitable<std::optional<Resp>> {
-                     Resp resp = co_await fn(*bp, ctx.version(), std::move(req));
-                     co_return std::optional<Resp>(std::move(resp));
-                   });
+  d.add<Req, Resp>(
+      min_version, Req::kMaxVersion,
+      [bp, fn](const RequestContext& ctx, Req& req) -> asio::awaitable<std::optional<Resp>> {
+        Resp resp = co_await fn(*bp, ctx.version(), std::move(req));
+        co_return std::optional<Resp>(std::move(resp));
+      });
 }
 
 }  // namespace
@@ -44,8 +44,8 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<DeleteTopicsRequest, DeleteTopicsResponse>(d, b, 1, &handle_delete_topics);
   add<DeleteRecordsRequest, DeleteRecordsResponse>(d, b, 0, &handle_delete_records);
   add<InitProducerIdRequest, InitProducerIdResponse>(d, b, 0, &handle_init_producer_id);
-  add<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(
-      d, b, 2, &handle_offset_for_leader_epoch);
+  add<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(d, b, 2,
+                                                                 &handle_offset_for_leader_epoch);
   add<CreatePartitionsRequest, CreatePartitionsResponse>(d, b, 0, &handle_create_partitions);
   add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);

@@ -1,6 +1,6 @@
-// Dispatcher + register_broker_handlers: every routed API answers every version it advertises (request frames encoded
-// as a client would, responses decoded at the same version), ApiVersions lists exactly the
-// routed APIs, and unsupported or malformed requests close the connection.
+// Dispatcher + register_broker_handlers: every routed API answers every version it advertises
+// (request frames encoded as a client would, responses decoded at the same version), ApiVersions
+// lists exactly the routed APIs, and unsupported or malformed requests close the connection.
 #include "broker/api_versions.h"
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
