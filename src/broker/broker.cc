@@ -1,5 +1,9 @@
 #include "broker/broker.h"
 
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 namespace shale::broker {
 
 Broker::Broker(BrokerConfig cfg, storage::Engine* engine, meta::MetaStore* meta)
@@ -13,11 +17,54 @@ Broker::Broker(BrokerConfig cfg, storage::Engine* engine, meta::MetaStore* meta)
 
 Broker::~Broker() { stop(); }
 
-Status Broker::start() { return topics_.load(); }
+Status Broker::start() {
+  SHALE_TRY(topics_.load());
+  if (cfg_.retention_check_interval_ms > 0) {
+    retention_thread_ = std::thread([this] {
+      std::unique_lock lock(retention_mu_);
+      while (!retention_cv_.wait_for(lock,
+                                     std::chrono::milliseconds(cfg_.retention_check_interval_ms),
+                                     [this] { return retention_stop_; })) {
+        lock.unlock();
+        enforce_retention(std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count());
+        lock.lock();
+      }
+    });
+  }
+  return ok_status();
+}
+
+int Broker::enforce_retention(int64_t now_ms) {
+  int trimmed = 0;
+  for (const auto& t : topics_.list()) {
+    if (t->settings.retention_ms < 0) continue;
+    const int64_t cutoff = now_ms - t->settings.retention_ms;
+    for (const auto& p : t->partitions) {
+      if (p->deleted()) continue;
+      auto off = p->retention_offset(cutoff);
+      if (!off || *off <= p->log_start_offset()) continue;
+      if (auto st = p->stream()->trim(*off); !st.ok()) {
+        spdlog::warn("retention of {}-{}: trim to {} failed: {}", t->name, p->index(), *off,
+                     st.error().to_string());
+        continue;
+      }
+      ++trimmed;
+    }
+  }
+  return trimmed;
+}
 
 void Broker::stop() {
   if (stopped_) return;
   stopped_ = true;
+  {
+    std::lock_guard lock(retention_mu_);
+    retention_stop_ = true;
+  }
+  retention_cv_.notify_all();
+  if (retention_thread_.joinable()) retention_thread_.join();
   workers_.join();
 }
 

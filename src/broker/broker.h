@@ -10,9 +10,12 @@
 // and before the Engine shuts down. The Engine and MetaStore must outlive the Broker.
 #pragma once
 
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <asio/awaitable.hpp>
@@ -44,7 +47,8 @@ struct BrokerConfig {
   bool auto_create_topics = true;  // auto.create.topics.enable
   BrokerTopicDefaults topic_defaults;
   int worker_threads = 4;
-  size_t max_fetch_sessions = 1000;  // max.incremental.fetch.session.cache.slots
+  int64_t retention_check_interval_ms = 300000;  // log.retention.check.interval.ms; <= 0: off
+  size_t max_fetch_sessions = 1000;              // max.incremental.fetch.session.cache.slots
 };
 
 class Broker {
@@ -76,6 +80,10 @@ class Broker {
     return topics_.partition(topic, partition) != nullptr;
   }
 
+  // Applies retention.ms to every partition now (the retention thread calls it periodically).
+  // Blocking (Stream::trim). Returns the number of partitions trimmed.
+  int enforce_retention(int64_t now_ms);
+
   // Runs fn() on the worker pool (it may block) and resumes the caller on its executor.
   template <typename F>
   asio::awaitable<std::invoke_result_t<F>> blocking(F fn) {
@@ -91,6 +99,11 @@ class Broker {
   FetchSessionCache sessions_;
   asio::thread_pool workers_;
   bool stopped_ = false;
+  // Retention thread: wakes every retention_check_interval_ms, or at once on stop().
+  std::mutex retention_mu_;
+  std::condition_variable retention_cv_;
+  bool retention_stop_ = false;
+  std::thread retention_thread_;
 };
 
 }  // namespace shale::broker

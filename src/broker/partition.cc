@@ -250,6 +250,17 @@ std::pair<int64_t, int64_t> Partition::max_timestamp() const {
   return {max_ts_, max_ts_offset_};
 }
 
+std::optional<int64_t> Partition::retention_offset(int64_t cutoff_ms) const {
+  std::lock_guard lock(mu_);
+  if (time_index_.empty() || time_index_.front().max_timestamp >= cutoff_ms) return std::nullopt;
+  auto it =
+      std::lower_bound(time_index_.begin(), time_index_.end(), cutoff_ms,
+                       [](const TimeIndexEntry& e, int64_t t) { return e.max_timestamp < t; });
+  // Everything is older: Kafka would roll and delete the whole log, leaving it empty.
+  if (it == time_index_.end()) return stream_->end_offset();
+  return it->base_offset;
+}
+
 size_t Partition::producer_count() const {
   std::lock_guard lock(mu_);
   return producers_.size();

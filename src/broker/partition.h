@@ -95,6 +95,9 @@ class Partition {
   // (max timestamp, offset of the record carrying it), or (-1, -1) when empty.
   std::pair<int64_t, int64_t> max_timestamp() const;
   size_t producer_count() const;
+  // retention.ms: the offset to trim to so that only batches whose max timestamp (running
+  // maximum, as Kafka's time index) is >= cutoff remain; nullopt when nothing is that old.
+  std::optional<int64_t> retention_offset(int64_t cutoff_ms) const;
 
  private:
   struct TimeIndexEntry {

@@ -53,6 +53,22 @@ TEST_P(BothEngines, DeleteRecordsMovesLogStart) {
             static_cast<int16_t>(ErrorCode::kOffsetOutOfRange));
 }
 
+TEST_P(BothEngines, RetentionMsTrimsBatchesOlderThanTheCutoff) {
+  create_topic("ret", 1, {{"retention.ms", "60000"}});
+  create_topic("keep", 1, {{"retention.ms", "-1"}});
+  const int64_t now = now_ms();
+  produce("ret", 0, batch(3, now - 120000));  // offsets 0..2: older than the cutoff
+  produce("ret", 0, batch(2, now));           // offsets 3..4: recent
+  produce("keep", 0, batch(3, 1000));
+  EXPECT_EQ(broker_->enforce_retention(now), 1);
+  EXPECT_EQ(list_offset("ret", 0, -2), 3);
+  EXPECT_EQ(list_offset("keep", 0, -2), 0);
+  EXPECT_EQ(broker_->enforce_retention(now), 0);  // nothing more to do
+  // All data expired: the log is emptied up to its end.
+  EXPECT_EQ(broker_->enforce_retention(now + 3600000), 1);
+  EXPECT_EQ(list_offset("ret", 0, -2), 5);
+}
+
 TEST_P(BothEngines, OffsetForLeaderEpochAnswersWithTheLogEnd) {
   create_topic("ole", 1);
   produce("ole", 0, batch(4));
