@@ -49,6 +49,9 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<CreatePartitionsRequest, CreatePartitionsResponse>(d, b, 0, &handle_create_partitions);
   add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
+  add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, &handle_alter_configs);
+  add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
+      d, b, 0, &handle_incremental_alter_configs);
 }
 
 }  // namespace shale::broker

@@ -11,6 +11,8 @@
 #include <asio/awaitable.hpp>
 
 #include "broker/broker.h"
+#include "protocol/generated/alter_configs_request.h"
+#include "protocol/generated/alter_configs_response.h"
 #include "protocol/generated/create_partitions_request.h"
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
@@ -25,6 +27,8 @@
 #include "protocol/generated/describe_configs_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
+#include "protocol/generated/incremental_alter_configs_request.h"
+#include "protocol/generated/incremental_alter_configs_response.h"
 #include "protocol/generated/init_producer_id_request.h"
 #include "protocol/generated/init_producer_id_response.h"
 #include "protocol/generated/list_offsets_request.h"
@@ -63,6 +67,11 @@ asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
 
 asio::awaitable<protocol::DescribeConfigsResponse> handle_describe_configs(
     Broker& b, int16_t version, protocol::DescribeConfigsRequest req);
+// Topic resources only (no dynamic broker configs yet).
+asio::awaitable<protocol::AlterConfigsResponse> handle_alter_configs(
+    Broker& b, int16_t version, protocol::AlterConfigsRequest req);
+asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_alter_configs(
+    Broker& b, int16_t version, protocol::IncrementalAlterConfigsRequest req);
 asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     Broker& b, int16_t version, protocol::DescribeClusterRequest req);
 

@@ -26,11 +26,14 @@ void check_stable(const Buffer& body, int16_t version) {
   T again;
   Reader r2(once);
   if (!again.decode(r2, version).ok() || r2.remaining() != 0) std::abort();
-  if (!(again == msg)) std::abort();
+  // Decoded values are not compared with ==: a float64 field may hold NaN, which never equals
+  // itself (AlterClientQuotas, DescribeClientQuotas). The byte-identical re-encode below is the
+  // stability check.
   BufferBuilder b2;
   Writer w2(b2);
   if (!again.encode(w2, version).ok()) std::abort();
-  if (b2.size() != once.size() || std::memcmp(b2.data(), once.data(), once.size()) != 0) {
+  if (b2.size() != once.size() ||
+      (once.size() > 0 && std::memcmp(b2.data(), once.data(), once.size()) != 0)) {
     std::abort();
   }
 }

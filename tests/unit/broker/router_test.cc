@@ -172,8 +172,10 @@ TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
 }
 
 TEST_F(RouterTest, ApiVersionsListsExactlyTheRoutedApis) {
-  auto r = call<protocol::ApiVersionsRequest, protocol::ApiVersionsResponse>(
-      protocol::ApiVersionsRequest{}, 3);
+  protocol::ApiVersionsRequest av;  // v3+ requires a valid client software name and version
+  av.client_software_name = "router-test";
+  av.client_software_version = "1.0";
+  auto r = call<protocol::ApiVersionsRequest, protocol::ApiVersionsResponse>(av, 3);
   ASSERT_TRUE(r);
   EXPECT_EQ(r->error_code, 0);
   const std::vector<ApiRange> apis = dispatcher().supported();

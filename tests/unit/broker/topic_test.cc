@@ -206,3 +206,83 @@ INSTANTIATE_TEST_SUITE_P(Engines, BothEngines, ::testing::Values(false, true),
 
 }  // namespace
 }  // namespace shale::broker::testing
+
+namespace shale::broker::testing {
+namespace {
+
+protocol::IncrementalAlterConfigsRequest incremental(
+    const std::string& topic, std::vector<std::tuple<std::string, int8_t, std::string>> ops,
+    int8_t resource_type = 2) {
+  protocol::IncrementalAlterConfigsRequest req;
+  auto& res = req.resources.emplace_back();
+  res.resource_type = resource_type;
+  res.resource_name = topic;
+  for (auto& [name, op, value] : ops) {
+    auto& c = res.configs.emplace_back();
+    c.name = name;
+    c.config_operation = op;
+    c.value = value;
+  }
+  return req;
+}
+
+TEST_P(BothEngines, IncrementalAlterConfigsSetsDeletesAndPersists) {
+  create_topic("alt", 1);
+  auto r = run(handle_incremental_alter_configs(
+      *broker_, 1,
+      incremental("alt", {{"retention.ms", 0, "86400000"}, {"max.message.bytes", 0, "2000000"}})));
+  ASSERT_EQ(r.responses.size(), 1u);
+  EXPECT_EQ(r.responses[0].error_code, 0);
+  EXPECT_EQ(broker_->topics().find("alt")->configs.at("retention.ms"), "86400000");
+  r = run(
+      handle_incremental_alter_configs(*broker_, 1, incremental("alt", {{"retention.ms", 1, ""}})));
+  EXPECT_EQ(r.responses[0].error_code, 0);
+  restart();
+  auto t = broker_->topics().find("alt");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->configs.count("retention.ms"), 0u);
+  EXPECT_EQ(t->configs.at("max.message.bytes"), "2000000");
+}
+
+TEST_P(BothEngines, IncrementalAlterConfigsErrorsAreKafkas) {
+  create_topic("alt", 1);
+  auto code = [&](protocol::IncrementalAlterConfigsRequest req) {
+    auto r = run(handle_incremental_alter_configs(*broker_, 1, std::move(req)));
+    return r.responses.at(0).error_code;
+  };
+  EXPECT_EQ(code(incremental("nope", {{"retention.ms", 0, "1"}})),
+            static_cast<int16_t>(protocol::ErrorCode::kUnknownTopicOrPartition));
+  EXPECT_EQ(code(incremental("alt", {{"no.such.key", 0, "1"}})),
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
+  EXPECT_EQ(code(incremental("alt", {{"retention.ms", 0, "soon"}})),
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
+  EXPECT_EQ(code(incremental("alt", {{"retention.ms", 2, "5"}})),  // APPEND on a non-list
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
+  EXPECT_EQ(code(incremental("1", {{"retention.ms", 0, "1"}}, 4)),  // broker resource
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidRequest));
+  EXPECT_EQ(broker_->topics().find("alt")->configs.count("retention.ms"), 0u);
+}
+
+TEST_P(BothEngines, AlterConfigsReplacesAllOverridesAndHonoursValidateOnly) {
+  create_topic("alt", 1, {{"retention.ms", "1000"}});
+  protocol::AlterConfigsRequest req;
+  auto& res = req.resources.emplace_back();
+  res.resource_type = 2;
+  res.resource_name = "alt";
+  auto& c = res.configs.emplace_back();
+  c.name = "max.message.bytes";
+  c.value = "3000";
+  req.validate_only = true;
+  auto r = run(handle_alter_configs(*broker_, 2, req));
+  EXPECT_EQ(r.responses.at(0).error_code, 0);
+  EXPECT_EQ(broker_->topics().find("alt")->configs.count("max.message.bytes"), 0u);
+  req.validate_only = false;
+  r = run(handle_alter_configs(*broker_, 2, req));
+  EXPECT_EQ(r.responses.at(0).error_code, 0);
+  auto t = broker_->topics().find("alt");
+  EXPECT_EQ(t->configs.count("retention.ms"), 0u);
+  EXPECT_EQ(t->configs.at("max.message.bytes"), "3000");
+}
+
+}  // namespace
+}  // namespace shale::broker::testing
