@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <random>
@@ -288,6 +289,15 @@ std::string substitute(std::string s, const std::string& data_dir) {
   return s;
 }
 
+std::string absolute_dir(const std::string& dir) {
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(dir, ec);
+  if (ec) return dir;
+  std::string out = abs.lexically_normal().string();
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  return out;
+}
+
 int hex_digit(char c) {
   if (c >= '0' && c <= '9') return c - '0';
   if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -515,7 +525,9 @@ Result<Config> Config::load(const Properties& props) {
   std::string data_dir = dd != nullptr ? trim(*dd) : "./data";
   for (const ConfigKey& k : kKeys) {
     const std::string* v = given(k.name);
-    std::string value = v != nullptr ? *v : substitute(k.default_value, data_dir);
+    // Defaults derived from data.dir become absolute: object-store and WAL URIs
+    // (file:///...) need an absolute path, and the embedded default data.dir is "./data".
+    std::string value = v != nullptr ? *v : substitute(k.default_value, absolute_dir(data_dir));
     if (k.type != ConfigType::kString) value = trim(value);
     std::string why = check_value(k, value);
     if (!why.empty()) {

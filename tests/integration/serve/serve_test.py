@@ -224,6 +224,22 @@ def test_kcat_lists_the_broker():
         assert b.stop() == 0
 
 
+def test_embedded_default_data_dir():
+    # `make run` starts `shale serve` with no data.dir: ./data relative to the working directory.
+    with tempfile.TemporaryDirectory(prefix="shale-serve-default-") as cwd:
+        p = subprocess.Popen([SHALE, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0"],
+                             cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = p.stdout.readline()
+            assert "serving Kafka on 127.0.0.1:" in line, (line, p.stderr.read() if p.poll() is not None else "")
+            port = int(line.split("127.0.0.1:")[1].split()[0])
+            assert "1 brokers:" in kcat_metadata(port)
+            assert os.path.isdir(os.path.join(cwd, "data")), os.listdir(cwd)
+        finally:
+            p.send_signal(signal.SIGTERM)
+            assert p.wait(timeout=60) == 0
+
+
 def test_api_versions_downgrade():
     with Broker() as b:
         s = connect(b.port)

@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -104,8 +105,12 @@ TEST(Config, DefaultsMatchKafkaAndAutoMQ) {
   EXPECT_EQ(c.get_long("log.retention.ms"), 604800000);
   EXPECT_EQ(c.get_long("log.retention.bytes"), -1);
   EXPECT_EQ(c.get_int("message.max.bytes"), 1048588);
-  EXPECT_EQ(c.get_list("s3.data.buckets"), std::vector<std::string>{"0@file://./data/objects"});
-  EXPECT_EQ(c.get_string("s3.wal.path"), "file://./data/wal");
+  // The embedded default data.dir is relative; the storage URIs derived from it are absolute
+  // (file:///...), which the object store requires (`make run` failed without this).
+  const std::string cwd = std::filesystem::current_path().string();
+  EXPECT_EQ(c.get_list("s3.data.buckets"),
+            std::vector<std::string>{"0@file://" + cwd + "/data/objects"});
+  EXPECT_EQ(c.get_string("s3.wal.path"), "file://" + cwd + "/data/wal");
   EXPECT_EQ(c.get_long("s3.wal.capacity"), 2147483648);
   EXPECT_EQ(c.get_long("s3.wal.upload.interval.ms"), 60000);
   EXPECT_FALSE(c.is_set("node.id"));
