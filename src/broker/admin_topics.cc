@@ -271,7 +271,8 @@ asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
   (void)version;
   protocol::InitProducerIdResponse resp;
   if (req.transactional_id && !req.transactional_id->empty()) {
-    // Transactions are not implemented (their APIs are not advertised).
+    // Transactions are not supported yet: their APIs are not advertised, so a transactional id
+    // is refused.
     resp.error_code = static_cast<int16_t>(ErrorCode::kInvalidRequest);
     co_return resp;
   }
