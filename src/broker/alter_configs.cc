@@ -17,8 +17,6 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int8_t kResourceTopic = 2;
-constexpr int8_t kResourceBroker = 4;
 constexpr int8_t kOpSet = 0;
 constexpr int8_t kOpDelete = 1;
 constexpr int8_t kOpAppend = 2;
@@ -58,11 +56,11 @@ Outcome check_key(const std::string& name, const std::optional<std::string>& val
 
 // Resource-level checks shared by both APIs; nullopt = a topic that exists.
 std::optional<Outcome> check_resource(Broker& b, int8_t type, const std::string& name) {
-  if (type == kResourceBroker) {
+  if (type == kConfigResourceBroker) {
     return Outcome{ErrorCode::kInvalidRequest,
                    "Dynamic broker configs are not supported; set them in server.properties."};
   }
-  if (type != kResourceTopic) {
+  if (type != kConfigResourceTopic) {
     return Outcome{ErrorCode::kInvalidRequest,
                    "Unsupported resource type " + std::to_string(type) + "."};
   }

@@ -11,8 +11,6 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int8_t kResourceTopic = 2;
-constexpr int8_t kResourceBroker = 4;
 // ConfigSource values.
 constexpr int8_t kSourceTopic = 1;
 constexpr int8_t kSourceStaticBroker = 4;
@@ -144,7 +142,7 @@ asio::awaitable<DescribeConfigsResponse> handle_describe_configs(
     out.resource_type = res.resource_type;
     out.resource_name = res.resource_name;
     out.error_message = std::nullopt;
-    if (res.resource_type == kResourceTopic) {
+    if (res.resource_type == kConfigResourceTopic) {
       TopicPtr t = b.topics().find(res.resource_name);
       if (!t) {
         out.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
@@ -152,7 +150,7 @@ asio::awaitable<DescribeConfigsResponse> handle_describe_configs(
         continue;
       }
       describe_topic(b, *t, req, res, version, out);
-    } else if (res.resource_type == kResourceBroker) {
+    } else if (res.resource_type == kConfigResourceBroker) {
       if (!res.resource_name.empty() && res.resource_name != std::to_string(b.node_id())) {
         out.error_code = static_cast<int16_t>(ErrorCode::kInvalidRequest);
         out.error_message = "Unexpected broker id, expected " + std::to_string(b.node_id()) +

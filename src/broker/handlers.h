@@ -75,6 +75,10 @@ asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_al
 asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     Broker& b, int16_t version, protocol::DescribeClusterRequest req);
 
+// Config resource types of DescribeConfigs / AlterConfigs / IncrementalAlterConfigs.
+constexpr int8_t kConfigResourceTopic = 2;
+constexpr int8_t kConfigResourceBroker = 4;
+
 // Current time in ms since the epoch (LogAppendTime).
 int64_t now_ms();
 
