@@ -2,15 +2,25 @@
 """Integration scenarios for `shale perf`, runnable against any Kafka-compatible bootstrap server.
 
   perf_scenario.py tail-read --kafka            # starts Apache Kafka with scripts/kafka
-  perf_scenario.py catch-up --bootstrap H:P     # any running cluster (e.g. a Shale broker)
+  perf_scenario.py tail-read --shale            # starts `shale serve` ($SHALE_BIN)
+  perf_scenario.py catch-up --bootstrap H:P     # any running cluster
 
 tail-read: a one-minute measured run (--warmup-duration 0 --test-duration 1) on 2 topics x 3
 partitions. catch-up: backlog mode with 2 staggered groups; the --backlog-duration minimum of
 300 s is lowered with the documented test hook SHALE_PERF_MIN_BACKLOG_SECONDS, and
 max.poll.interval.ms is lowered so that paused consumers leave their groups as they do after
-300 s with the defaults. Every stdout line is checked against the tool's line formats, the JSON
-result file against the field list, and the result is loaded and plotted by
-tools/perf/plot_results.py. Exits non-zero on the first failed check.
+300 s with the defaults.
+
+tutorial-tail-read and tutorial-catch-up: the two command lines of AutoMQ's tutorial (spec
+section T, 10 topics x 128 partitions), unchanged apart from scale: the send rate (1600 msg/s of
+52224 bytes, 800 msg/s of 64 KiB) is divided by 16 and 20 for a shared 2-core machine, the
+warmup is 0 and the measured phase 1 minute; in catch-up the backlog window and the group start
+delay (600 s / 30 s) are both divided by 15 through the hook, with max.poll.interval.ms scaled
+down alongside (see TUTORIAL_* below).
+
+Every stdout line is checked against the tool's line formats, the JSON result file against the
+field list, and the result is loaded and plotted by tools/perf/plot_results.py. Exits non-zero
+on the first failed check.
 """
 import argparse
 import glob
@@ -18,10 +28,12 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 
 SRC = os.environ.get("SHALE_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SHALE_BIN = os.environ.get("SHALE_BIN", os.path.join(SRC, "build", "release", "bin", "shale"))
@@ -227,17 +239,156 @@ def catch_up(bootstrap, workdir):
     plot(path, workdir)
 
 
+# The tutorial's command lines (spec section T) with only the scale changed; see the docstring.
+TUTORIAL_TAIL_READ = [
+    "--producer-configs", "batch.size=0", "--consumer-configs", "fetch.max.wait.ms=1000",
+    "--topics", "10", "--partitions-per-topic", "128", "--producers-per-topic", "1",
+    "--groups-per-topic", "1", "--consumers-per-group", "1", "--record-size", "52224",
+    "--send-rate", "100", "--warmup-duration", "0", "--test-duration", "1", "--reset"]
+# The paused consumers must leave their groups before the offsets are reset: with the tutorial's
+# 600 s backlog the Java default max.poll.interval.ms of 300 s does that; at 40 s it is scaled to
+# 20 s (and the session timeout below it, as librdkafka requires).
+TUTORIAL_CATCH_UP = [
+    "--producer-configs", "batch.size=0", "--consumer-configs", "fetch.max.wait.ms=1000",
+    "max.poll.interval.ms=20000", "session.timeout.ms=10000", "heartbeat.interval.ms=2000",
+    "--topics", "10", "--partitions-per-topic", "128", "--producers-per-topic", "1",
+    "--groups-per-topic", "3", "--consumers-per-group", "1", "--record-size", "65536",
+    "--send-rate", "40", "--backlog-duration", "40", "--group-start-delay", "2",
+    "--warmup-duration", "0", "--reset"]
+
+
+def tutorial_tail_read(bootstrap, workdir):
+    out = run_perf(["--bootstrap-server", bootstrap] + TUTORIAL_TAIL_READ, workdir)
+    messages = parse_output(out)
+    texts = [t for _, t in messages]
+    check(texts[0].startswith("Starting perf test with config: {"), "config dump first")
+    check(any(re.match(r"^Created 10 topics, took \d+ ms$", t) for t in texts), "topic creation")
+    check(any(re.match(r"^Created 10 consumers, took \d+ ms$", t) for t in texts), "consumers")
+    check(any(t == "Waiting for topics to be ready... sent: 1280, received: 1280" for t in texts),
+          "readiness probe reached all 1280 partitions")
+    check("Running test for 1 minutes..." in texts, "measured phase message")
+    ph = phases(messages)
+    check(len(ph) == 1, "one phase (no warmup), got %d" % len(ph))
+    periods, summary = ph[0]
+    check_stop_rule(periods, 60.0)
+    check(float(summary.group(1)) > 0 and float(summary.group(2)) > 0,
+          "messages produced and consumed")
+    path, d = check_result_file(messages, workdir, expect_periods=len(periods))
+    c = d["config"]
+    check(c["topics"] == 10 and c["partitionsPerTopic"] == 128, "config echo")
+    check(c["producerConfigs"] == {"batch.size": "0"}, "producer configs echo")
+    check(c["consumerConfigs"] == {"fetch.max.wait.ms": "1000"}, "consumer configs echo")
+    check(c["recordSize"] == 52224 and c["sendRate"] == 100, "record size and rate echo")
+    check(d["produceSizeTotalBytes"] == d["produceCountTotal"] * 52224, "payload bytes only")
+    # At 100 msg/s for 60 s: far more than the probe's records, and consumption keeps up (each
+    # record is read back once; the last interval's records may still be in flight).
+    check(d["produceCountTotal"] >= 1000, "produced %s" % d["produceCountTotal"])
+    check(d["consumeCountTotal"] >= 0.9 * d["produceCountTotal"],
+          "consumed %s of %s" % (d["consumeCountTotal"], d["produceCountTotal"]))
+    check(d["endToEndLatency50thTotalMicros"] > 0, "E2E latency measured")
+    plot(path, workdir)
+
+
+def tutorial_catch_up(bootstrap, workdir):
+    env = {"SHALE_PERF_MIN_BACKLOG_SECONDS": "40"}
+    out = run_perf(["--bootstrap-server", bootstrap] + TUTORIAL_CATCH_UP, workdir, env)
+    messages = parse_output(out)
+    texts = [t for _, t in messages]
+    check(any(re.match(r"^Created 30 consumers, took \d+ ms$", t) for t in texts),
+          "3 groups x 10 topics of consumers")
+    check(any(t == "Waiting for topics to be ready... sent: 1280, received: 1280" for t in texts),
+          "readiness probe reached all 1280 partitions")
+    for needle in ("Pausing consumers for 40 seconds to build up backlog...",
+                   "Resetting consumer offsets and resuming...",
+                   "Running catch-up test until consumers reach the end of the backlog..."):
+        check(needle in texts, "missing %r" % needle)
+    resets = [re.match(r"^Reset offsets of group (\d) to \d+ \(timestamp (\d+)\)$", t)
+              for t in texts]
+    resets = [m for m in resets if m]
+    check([int(m.group(1)) for m in resets] == [0, 1, 2], "groups 0, 1, 2 reset")
+    ts = [int(m.group(2)) for m in resets]
+    check(ts[1] - ts[0] == 2000 and ts[2] - ts[1] == 2000, "group start delay of 2 s: %s" % ts)
+    check(any(t.startswith("Resuming consumers of 10 topics: ") for t in texts), "all resumed")
+    ph = phases(messages)
+    check(len(ph) == 2, "backlog and catch-up phases, got %d" % len(ph))
+    backlog_periods, backlog_summary = ph[0]
+    check_stop_rule(backlog_periods, 40.0)
+    check(float(backlog_periods[-1].group(7)) > 0, "backlog builds up while consumers pause")
+    path, d = check_result_file(messages, workdir)
+    c = d["config"]
+    check(c["backlogDurationSeconds"] == 40 and c["groupStartDelaySeconds"] == 2, "config echo")
+    check(c["groupsPerTopic"] == 3 and c["partitionsPerTopic"] == 128, "config echo")
+    # 40 s at 40 msg/s is ~1600 records of backlog per group; the phase ends once one consumer
+    # reaches records sent after the window, so at least part of the backlog has been read.
+    check(d["consumeCountTotal"] >= 200, "catch-up read the backlog: %s" % d["consumeCountTotal"])
+    check(d["consumeSizeTotalBytes"] == d["consumeCountTotal"] * 65536, "consumed bytes")
+    plot(path, workdir)
+
+
+class ShaleServe:
+    """`shale serve` on a free loopback port (listeners port 0, read back from the banner) with
+    its own data dir under workdir; stderr goes to a log file printed on failure."""
+
+    def __init__(self, workdir):
+        self.log_path = os.path.join(workdir, "shale-serve.log")
+        self.log = open(self.log_path, "w")
+        cmd = [SHALE_BIN, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+               "--override", "data.dir=" + os.path.join(workdir, "shale-data")]
+        print("+ " + " ".join(cmd), flush=True)
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=self.log, text=True)
+        banner = self.proc.stdout.readline()
+        m = re.search(r"serving Kafka on 127\.0\.0\.1:(\d+) ", banner)
+        if not m:
+            self.stop()
+            check(False, "no banner from shale serve: %r\n%s" % (banner, self.log_tail()))
+        self.port = int(m.group(1))
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=2).close()
+                break
+            except OSError:
+                check(time.monotonic() < deadline, "shale serve does not accept connections")
+                time.sleep(0.2)
+
+    def log_tail(self):
+        if not self.log.closed:
+            self.log.flush()
+        with open(self.log_path, errors="replace") as f:
+            return f.read()[-4000:]
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                print("shale serve did not stop within 60 s of SIGTERM", file=sys.stderr)
+        self.log.close()
+        return self.proc.returncode
+
+
+SCENARIOS = {"tail-read": tail_read, "catch-up": catch_up,
+             "tutorial-tail-read": tutorial_tail_read, "tutorial-catch-up": tutorial_catch_up}
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("scenario", choices=["tail-read", "catch-up"])
+    ap.add_argument("scenario", choices=sorted(SCENARIOS))
     g = ap.add_mutually_exclusive_group(required=True)
     g.add_argument("--bootstrap", help="an already running Kafka-compatible cluster")
     g.add_argument("--kafka", action="store_true", help="start Apache Kafka via scripts/kafka")
+    g.add_argument("--shale", action="store_true", help="start `shale serve` ($SHALE_BIN)")
     args = ap.parse_args()
     check(os.path.exists(SHALE_BIN), "no shale binary at " + SHALE_BIN)
     workdir = tempfile.mkdtemp(prefix="shale-perf-it-")
     kafka_dir = os.path.join(workdir, "kafka")
     started = False
+    shale = None
+    passed = False
+    serve_rc = 0
     try:
         bootstrap = args.bootstrap
         if args.kafka:
@@ -246,17 +397,30 @@ def main():
                             str(cport)], check=True)
             started = True
             bootstrap = "127.0.0.1:%d" % port
+        elif args.shale:
+            shale = ShaleServe(workdir)
+            bootstrap = "127.0.0.1:%d" % shale.port
         run_dir = os.path.join(workdir, "run")
         os.makedirs(run_dir)
-        (tail_read if args.scenario == "tail-read" else catch_up)(bootstrap, run_dir)
-        print("PASS: %s against %s" % (args.scenario, bootstrap))
+        start = time.monotonic()
+        SCENARIOS[args.scenario](bootstrap, run_dir)
+        passed = True
+        took = time.monotonic() - start
     finally:
+        if shale is not None:
+            serve_rc = shale.stop()
+            if not passed or serve_rc != 0:
+                print("shale serve exited with %s; its log:\n%s" % (serve_rc, shale.log_tail()),
+                      file=sys.stderr)
         if started:
             subprocess.run([os.path.join(SRC, "scripts", "kafka"), "stop", kafka_dir])
         if os.environ.get("SHALE_KEEP_TEST_DIRS"):
             print("kept " + workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
+    # A clean SIGTERM shutdown is part of the run against `shale serve`.
+    check(serve_rc == 0, "shale serve exited with %s after SIGTERM" % serve_rc)
+    print("PASS: %s against %s (the perf run took %.0f s)" % (args.scenario, bootstrap, took))
 
 
 if __name__ == "__main__":
