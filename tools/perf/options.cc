@@ -399,6 +399,17 @@ ConfigMap parse_properties(const std::string& text) {
   return out;
 }
 
+int min_backlog_from_env(const char* value) {
+  if (value == nullptr || *value == '\0') return 300;
+  std::string v(value);
+  if (v.size() > 3 ||
+      !std::all_of(v.begin(), v.end(), [](unsigned char ch) { return std::isdigit(ch) != 0; })) {
+    return -1;
+  }
+  int n = std::atoi(v.c_str());
+  return n >= 1 && n <= 300 ? n : -1;
+}
+
 ParseOutcome parse_options(const std::vector<std::string>& args, int64_t now_ms,
                            const std::string& random_suffix, int min_backlog_seconds) {
   ParseOutcome res;

@@ -64,6 +64,11 @@ struct ParseOutcome {
 ParseOutcome parse_options(const std::vector<std::string>& args, int64_t now_ms,
                            const std::string& random_suffix, int min_backlog_seconds = 300);
 
+// The value of SHALE_PERF_MIN_BACKLOG_SECONDS: unset or empty means the original minimum of
+// 300 s; otherwise it must be a decimal integer in [1, 300] (the hook only lowers the minimum).
+// Returns -1 for any other text, which perf_main reports as a configuration error.
+int min_backlog_from_env(const char* value);
+
 std::string usage_line();
 std::string help_text();
 

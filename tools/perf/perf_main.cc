@@ -20,8 +20,14 @@ int perf_main(int argc, char** argv) {
   for (int i = 0; i < 4; ++i) suffix.push_back(kAlnum[rd() % 62]);
   // Test-only hook (documented in docs/perf-tool.md): lowers the --backlog-duration minimum so
   // integration tests can run catch-up mode in seconds instead of 5 minutes.
-  int min_backlog = 300;
-  if (const char* e = std::getenv("SHALE_PERF_MIN_BACKLOG_SECONDS")) min_backlog = std::atoi(e);
+  const char* hook = std::getenv("SHALE_PERF_MIN_BACKLOG_SECONDS");
+  int min_backlog = min_backlog_from_env(hook);
+  if (min_backlog < 0) {
+    std::fprintf(stderr,
+                 "SHALE_PERF_MIN_BACKLOG_SECONDS must be an integer from 1 to 300, got '%s'\n",
+                 hook);
+    return 1;
+  }
   ParseOutcome o = parse_options(args, wall_ns() / 1'000'000, suffix, min_backlog);
   switch (o.kind) {
     case ParseOutcome::kHelp:

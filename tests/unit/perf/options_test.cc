@@ -299,5 +299,24 @@ TEST(PerfOptions, HelpListsEveryOption) {
   EXPECT_EQ(parse({"-h"}).kind, ParseOutcome::kHelp);
 }
 
+TEST(PerfOptions, MinBacklogHookOnlyLowersTheMinimum) {
+  EXPECT_EQ(min_backlog_from_env(nullptr), 300);
+  EXPECT_EQ(min_backlog_from_env(""), 300);
+  EXPECT_EQ(min_backlog_from_env("10"), 10);
+  EXPECT_EQ(min_backlog_from_env("1"), 1);
+  EXPECT_EQ(min_backlog_from_env("300"), 300);
+  // atoi would turn these into 0 (no minimum at all) or a larger minimum.
+  EXPECT_EQ(min_backlog_from_env("0"), -1);
+  EXPECT_EQ(min_backlog_from_env("abc"), -1);
+  EXPECT_EQ(min_backlog_from_env("10s"), -1);
+  EXPECT_EQ(min_backlog_from_env("-5"), -1);
+  EXPECT_EQ(min_backlog_from_env("301"), -1);
+  EXPECT_EQ(min_backlog_from_env("99999999999"), -1);
+  // With the hook's value, explicit values below it still fail with the original message.
+  auto o = parse({"-b", "9"}, min_backlog_from_env("10"));
+  EXPECT_EQ(error_of(o),
+            "argument -b/--backlog-duration: expected an integer not less than 10, but got 9");
+}
+
 }  // namespace
 }  // namespace shale::perf
