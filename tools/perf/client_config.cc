@@ -26,7 +26,10 @@ bool ignored(const std::string& k) {
   return k == "key.serializer" || k == "value.serializer" || k == "key.deserializer" ||
          k == "value.deserializer" || k == "partitioner.ignore.keys" ||
          k == "partitioner.adaptive.partitioning.enable" ||
-         k == "partitioner.availability.timeout.ms" || k == "default.api.timeout.ms";
+         k == "partitioner.availability.timeout.ms" || k == "default.api.timeout.ms" ||
+         // KafkaAvroSerializer settings, used by the tool itself in Avro mode (--value-schema).
+         k == "schema.registry.url" || k == "basic.auth.credentials.source" ||
+         k == "basic.auth.user.info";
 }
 
 std::string translate_assignors(const std::string& v, std::string* err) {

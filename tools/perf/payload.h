@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace shale::perf {
@@ -16,6 +17,8 @@ class PayloadPool {
   // ratio 0 (randomBytes == 0): one all-zero payload; otherwise `pool_size` payloads whose first
   // (int)(record_size * ratio) bytes are random and the rest zero.
   PayloadPool(int record_size, double random_ratio, int pool_size, uint64_t seed);
+  // Pre-built payloads (Avro mode: Confluent-framed values of one topic). Must not be empty.
+  explicit PayloadPool(std::vector<std::string> payloads) : payloads_(std::move(payloads)) {}
   size_t size() const { return payloads_.size(); }
   const std::string& at(size_t i) const { return payloads_[i]; }
   static int random_bytes(int record_size, double random_ratio);

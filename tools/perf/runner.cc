@@ -12,6 +12,7 @@
 #include <random>
 #include <thread>
 
+#include "perf/avro_payload.h"
 #include "perf/client_config.h"
 #include "perf/cpu_monitor.h"
 #include "perf/html_report.h"
@@ -21,6 +22,7 @@
 #include "perf/payload.h"
 #include "perf/rate_limiter.h"
 #include "perf/result.h"
+#include "perf/schema_registry.h"
 
 namespace shale::perf {
 namespace {
@@ -51,8 +53,11 @@ class ProducerService {
       : producers_(producers), ctx_(ctx) {}
   ~ProducerService() { stop(); }
 
-  void start(const PayloadPool* pool, const std::vector<std::string>* keys, double rate) {
-    pool_ = pool;
+  // pools[i] holds the payloads of producers_[i] (one pool for all in raw mode, one per topic
+  // in Avro mode).
+  void start(std::vector<const PayloadPool*> pools, const std::vector<std::string>* keys,
+             double rate) {
+    pools_ = std::move(pools);
     keys_ = keys;
     schedule_.set_default(rate);
     rebuild();
@@ -117,7 +122,8 @@ class ProducerService {
         }
         if (stop_.load(std::memory_order_relaxed)) break;
         uint64_t r = splitmix(seed);
-        const std::string& payload = pool_->at(pool_->size() == 1 ? 0 : (r >> 32) % pool_->size());
+        const PayloadPool* pool = pools_[i];
+        const std::string& payload = pool->at(pool->size() == 1 ? 0 : (r >> 32) % pool->size());
         const std::string& key = (*keys_)[(r >> 8) % keys_->size()];
         producers_[i]->send(payload, key, splitmix(seed));
       }
@@ -126,7 +132,7 @@ class ProducerService {
 
   std::vector<std::unique_ptr<PerfProducer>>& producers_;
   DeliveryContext* ctx_;
-  const PayloadPool* pool_ = nullptr;
+  std::vector<const PayloadPool*> pools_;
   const std::vector<std::string>* keys_ = nullptr;
   RateSchedule schedule_;
   std::shared_ptr<UniformRateLimiter> limiter_ = std::make_shared<UniformRateLimiter>(1.0);
@@ -255,7 +261,7 @@ int run_perf(const PerfConfig& cfg) {
   DeliveryContext dctx;
   // Outlive the sending threads and every in-flight record: librdkafka references the pooled
   // payloads without copying them.
-  std::unique_ptr<PayloadPool> pool;
+  std::vector<std::unique_ptr<PayloadPool>> pools;
   std::vector<std::string> keys;
   dctx.stats = &stats;
   std::vector<std::unique_ptr<PerfConsumer>> consumers;
@@ -268,6 +274,15 @@ int run_perf(const PerfConfig& cfg) {
     // Make sure the client property sets are valid before touching the cluster.
     make_conf(producer_s, "producer");
     make_conf(consumer_s, "consumer");
+    // Avro mode: a bad schema or values file stops the run before the cluster is touched.
+    std::unique_ptr<AvroSchema> avro;
+    std::vector<std::string> avro_values;
+    SchemaRegistryConfig registry;
+    if (cfg.value_schema) {
+      avro = std::make_unique<AvroSchema>(*cfg.value_schema);
+      registry = schema_registry_config(cfg.producer_configs);
+      if (cfg.values_file) avro_values = avro->values_from_file(*cfg.values_file);
+    }
     TopicAdmin admin(admin_s);
     if (cfg.reset) {
       int64_t t0 = now_ms();
@@ -346,8 +361,30 @@ int run_perf(const PerfConfig& cfg) {
     }
 
     std::random_device rd;
-    pool = std::make_unique<PayloadPool>(cfg.record_size, cfg.random_ratio, cfg.random_pool_size,
-                                         (static_cast<uint64_t>(rd()) << 32) | rd());
+    std::vector<const PayloadPool*> producer_pools;
+    if (avro && !catchup_prefix_mode) {
+      // One pool per topic, framed with the id the registry gives the subject <topic>-value.
+      std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) | rd());
+      for (const auto& topic : topics) {
+        int32_t id = register_schema(registry, topic + "-value", *cfg.value_schema);
+        std::vector<std::string> framed;
+        for (const auto& body :
+             cfg.values_file ? avro_values : avro->random_values(cfg.random_pool_size, rng)) {
+          framed.push_back(confluent_frame(id, body));
+        }
+        pools.push_back(std::make_unique<PayloadPool>(std::move(framed)));
+      }
+      log_info("Registered the value schema for " + std::to_string(topics.size()) + " topics; " +
+               std::to_string(pools.front()->size()) + " Avro values per topic");
+      for (size_t t = 0; t < topics.size(); ++t) {
+        for (int p = 0; p < cfg.producers_per_topic; ++p) producer_pools.push_back(pools[t].get());
+      }
+    } else {
+      pools.push_back(std::make_unique<PayloadPool>(cfg.record_size, cfg.random_ratio,
+                                                    cfg.random_pool_size,
+                                                    (static_cast<uint64_t>(rd()) << 32) | rd()));
+      producer_pools.assign(producers.size(), pools.front().get());
+    }
     keys = make_keys(kKeyCount, (static_cast<uint64_t>(rd()) << 32) | rd());
     service = std::make_unique<ProducerService>(producers, &dctx);
     SelfWatch watch(catchup_prefix_mode ? nullptr : service.get());
@@ -356,7 +393,7 @@ int run_perf(const PerfConfig& cfg) {
         static_cast<int64_t>(cfg.reporting_interval_seconds) * 1'000'000'000;
 
     if (!catchup_prefix_mode) {
-      service->start(pool.get(), &keys, cfg.send_rate);
+      service->start(producer_pools, &keys, cfg.send_rate);
       if (cfg.warmup_duration_minutes > 0) {
         log_info("Warming up for " + std::to_string(cfg.warmup_duration_minutes) + " minutes...");
         int64_t ws = now_ms();

@@ -325,6 +325,131 @@ def tutorial_catch_up(bootstrap, workdir):
     plot(path, workdir)
 
 
+# Avro mode: a record schema and Avro-JSON values (one with each branch of the union).
+AVRO_SCHEMA = ('{"type":"record","name":"Reading","namespace":"perf.test","fields":['
+               '{"name":"name","type":"string"},{"name":"n","type":"int"},'
+               '{"name":"tag","type":["null","string"]}]}')
+AVRO_VALUES = ['{"name":"a","n":1,"tag":null}', '{"name":"bc","n":-2,"tag":{"string":"x"}}']
+
+
+def zigzag(n):
+    n = (n << 1) ^ (n >> 63)
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def avro_string(s):
+    return zigzag(len(s.encode())) + s.encode()
+
+
+# The same values in Avro binary, encoded here by the spec's rules, independently of avro-c.
+AVRO_BODIES = [avro_string("a") + zigzag(1) + zigzag(0),
+               avro_string("bc") + zigzag(-2) + zigzag(1) + avro_string("x")]
+
+
+class FakeSchemaRegistry:
+    """The one Schema Registry call KafkaAvroSerializer makes with auto.register.schemas=true:
+    POST /subjects/<subject>/versions {"schema": ...} -> {"id": N}, one id per subject."""
+
+    def __init__(self):
+        import http.server
+        import threading
+        registry = self
+        self.subjects = {}
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                m = re.match(r"^/subjects/([^/]+)/versions$", self.path)
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if not m or "schema" not in body:
+                    self.send_response(404)
+                    self.end_headers()
+                    return
+                ids = registry.subjects
+                ids.setdefault(m.group(1), (len(ids) + 101, body["schema"]))
+                out = json.dumps({"id": ids[m.group(1)][0]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/vnd.schemaregistry.v1+json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def read_values(bootstrap, topic, count):
+    """Values of the first `count` records of partition 0 of `topic` (read with kcat) that are
+    not readiness probes (key "probe")."""
+    r = subprocess.run(["kcat", "-C", "-b", bootstrap, "-t", topic, "-p", "0", "-o", "beginning",
+                        "-c", str(count), "-e", "-q", "-f", "%K:%k%S:%s"],
+                       capture_output=True, timeout=60)
+    check(r.returncode == 0, "kcat failed: %r" % r.stderr[-500:])
+    out, values = r.stdout, []
+    while out:
+        klen, _, rest = out.partition(b":")
+        key, rest = rest[:int(klen)], rest[int(klen):]
+        vlen, _, rest = rest.partition(b":")
+        if key != b"probe":
+            values.append(rest[:int(vlen)])
+        out = rest[int(vlen):]
+    return values
+
+
+def avro(bootstrap, workdir):
+    registry = FakeSchemaRegistry()
+    try:
+        values = os.path.join(workdir, "values.json")
+        with open(values, "w") as f:
+            f.write("\n".join(AVRO_VALUES) + "\n")
+        out = run_perf(["-B", bootstrap, "-X", "avro", "-t", "2", "-n", "1", "-r", "50",
+                        "--warmup-duration", "0", "--test-duration", "1",
+                        "-P", "schema.registry.url=" + registry.url, "linger.ms=1",
+                        "--value-schema", AVRO_SCHEMA, "--values-file", values], workdir)
+    finally:
+        registry.stop()
+    messages = parse_output(out)
+    texts = [t for _, t in messages]
+    check("Registered the value schema for 2 topics; 2 Avro values per topic" in texts,
+          "schema registered for both topics")
+    ph = phases(messages)
+    check(len(ph) == 1, "one phase")
+    check_stop_rule(ph[0][0], 60.0)
+    path, d = check_result_file(messages, workdir)
+    check(d["config"]["valueSchema"] == AVRO_SCHEMA, "valueSchema echo")
+    check(d["config"]["valuesFile"] == values, "valuesFile echo")
+    check(d["consumeCountTotal"] > 0, "Avro records consumed")
+    subjects = registry.subjects
+    check(len(subjects) == 2 and all(s.endswith("-value") for s in subjects),
+          "one subject <topic>-value per topic: %s" % list(subjects))
+    check(all(json.loads(schema) == json.loads(AVRO_SCHEMA) for _, schema in subjects.values()),
+          "the registered schema is --value-schema")
+    # Every record on the wire: magic byte 0, the topic's schema id, one of the Avro bodies.
+    for subject, (sid, _) in subjects.items():
+        topic = subject[:-len("-value")]
+        records = read_values(bootstrap, topic, 40)
+        check(len(records) >= 20, "records read back from %s: %d" % (topic, len(records)))
+        framed = {b"\0" + sid.to_bytes(4, "big") + body for body in AVRO_BODIES}
+        check(all(r in framed for r in records), "Confluent-framed Avro values in %s: %r"
+              % (topic, records[:3]))
+        check(len(set(records)) == 2, "both values of the file are sent")
+
+
 class ShaleServe:
     """`shale serve` on a free loopback port (listeners port 0, read back from the banner) with
     its own data dir under workdir; stderr goes to a log file printed on failure."""
@@ -370,7 +495,7 @@ class ShaleServe:
         return self.proc.returncode
 
 
-SCENARIOS = {"tail-read": tail_read, "catch-up": catch_up,
+SCENARIOS = {"tail-read": tail_read, "catch-up": catch_up, "avro": avro,
              "tutorial-tail-read": tutorial_tail_read, "tutorial-catch-up": tutorial_catch_up}
 
 

@@ -250,11 +250,14 @@ TEST(PerfOptions, InvalidConfigItem) {
   EXPECT_EQ(o.text, "Invalid config: linger.ms\n");
 }
 
-TEST(PerfOptions, AvroAndOtherClearRejections) {
-  auto avro = parse({"--value-schema", "{\"type\":\"string\"}"});
-  ASSERT_EQ(avro.kind, ParseOutcome::kConfigError);
-  EXPECT_NE(avro.text.find("Avro payloads"), std::string::npos);
-  EXPECT_EQ(parse({"--values-file", "v.json"}).kind, ParseOutcome::kConfigError);
+TEST(PerfOptions, AvroOptionsAndOtherClearRejections) {
+  auto avro = parse({"--value-schema", "{\"type\":\"string\"}", "--values-file", "v.json"});
+  ASSERT_EQ(avro.kind, ParseOutcome::kRun);
+  EXPECT_EQ(avro.config.value_schema, "{\"type\":\"string\"}");
+  EXPECT_EQ(avro.config.values_file, "v.json");
+  auto alone = parse({"--values-file", "v.json"});
+  ASSERT_EQ(alone.kind, ParseOutcome::kConfigError);
+  EXPECT_EQ(alone.text, "--values-file needs --value-schema: its lines are Avro JSON values\n");
   EXPECT_EQ(parse({"-R", "1.5"}).kind, ParseOutcome::kConfigError);
   EXPECT_EQ(parse({"-m", "5"}).kind, ParseOutcome::kConfigError);
 }
