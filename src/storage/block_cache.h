@@ -4,9 +4,13 @@
 // - Single flight: concurrent requests for the same (object, block) share one ranged GET.
 // - Reader-aware eviction (beyond AutoMQ's read-once rule): the cache knows where active
 //   sequential readers of each stream are. When space is needed it first evicts, oldest first,
-//   blocks that no active reader is still approaching; blocks ahead of some reader (within the
-//   read-ahead horizon) go last. So staggered consumers of the same cold data fetch each block
-//   once instead of once per consumer, while a block every reader has passed is freed first.
+//   blocks that no active reader is still approaching (least recently used first). If that is
+//   not enough, every cached block is ahead of some reader: it then evicts the block whose
+//   nearest approaching reader is farthest away (Belady's rule, with distance in offsets as
+//   the time of next use), and a read-ahead block farther away than everything it would
+//   displace is not cached at all. So staggered consumers of the same cold data fetch each
+//   block about once instead of once per consumer, and a block every reader has passed is
+//   freed first.
 // Threading: thread-safe (one mutex); get() blocks the calling read worker while loading.
 #pragma once
 
@@ -68,8 +72,13 @@ class BlockCache {
     Result<Buffer> result = Error::make(Errc::kInternal, "loading");
     std::condition_variable cv;
   };
-  bool wanted_locked(const BlockSpan& s, int64_t now_ms) const;
-  void make_room_locked(uint64_t need);
+  // Offsets from the nearest active reader still approaching the block to its start (0 if a
+  // reader is inside it); -1 if no active reader is approaching it.
+  int64_t distance_locked(const BlockSpan& s, int64_t now_ms) const;
+  // Evicts until `need` more bytes fit. With `incoming` (a read-ahead block), gives up and
+  // returns false rather than evict blocks needed sooner than it (then only blocks no reader
+  // approaches may have been evicted).
+  bool make_room_locked(uint64_t need, const BlockSpan* incoming);
 
   uint64_t capacity_;
   uint64_t horizon_;  // offsets: how far ahead of a reader a block counts as "approached"

@@ -121,9 +121,12 @@ class EngineImpl final : public Engine {
   Status upload_block(const CacheBlock& block);
   std::vector<PlannedObject> plan_objects(
       std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
-      bool all_stream_objects);
+      bool all_stream_objects, uint64_t max_stream_set_bytes = 0);
   Result<int64_t> prepare_objects(size_t n, int64_t ttl_ms);
   Result<uint64_t> write_object(int64_t id, PlannedObject& obj);
+  // Writes objs[i] under ids[i], up to opts_.upload_parallelism at a time; sizes in order.
+  Result<std::vector<uint64_t>> write_objects(const std::vector<int64_t>& ids,
+                                              std::vector<PlannedObject>& objs);
   Status commit_upload(const std::vector<int64_t>& ids, const std::vector<PlannedObject>& objs,
                        const std::vector<uint64_t>& sizes);
   Status put_object(const std::string& key, BufferChain data);

@@ -44,6 +44,36 @@ TEST(BlockCache, EvictsBlocksNoReaderIsApproachingFirst) {
   EXPECT_LE(c.bytes(), 300u);
 }
 
+TEST(BlockCache, WhenEveryBlockIsWantedEvictsTheFarthestFromItsReader) {
+  // Two staggered readers of stream 7 at offsets 0 and 100; the cache holds three blocks.
+  BlockCache c(300, 1000);
+  auto load = [] { return Result<Buffer>(bytes(100)); };
+  c.move_reader(7, -1, 0, clock::mono_ms());
+  c.move_reader(7, -1, 100, clock::mono_ms());
+  ASSERT_TRUE(c.get({1, 0}, {7, 10, 20}, load).ok());    // 10 ahead of the trailing reader
+  ASSERT_TRUE(c.get({1, 1}, {7, 150, 160}, load).ok());  // 50 ahead of the leading reader
+  ASSERT_TRUE(c.get({1, 2}, {7, 110, 120}, load).ok());  // 10 ahead of the leading reader
+  // A reader's own fetch must be cached: the farthest block ([150,160)) makes room, although
+  // the block at [10,20) is the least recently used.
+  ASSERT_TRUE(c.get({1, 3}, {7, 100, 110}, load).ok());
+  EXPECT_TRUE(c.contains({1, 0}));
+  EXPECT_FALSE(c.contains({1, 1}));
+  EXPECT_TRUE(c.contains({1, 2}));
+  EXPECT_TRUE(c.contains({1, 3}));
+  // Read-ahead far beyond everything cached is not worth displacing nearer blocks for.
+  c.insert({1, 4}, {7, 300, 310}, bytes(100));
+  EXPECT_FALSE(c.contains({1, 4}));
+  EXPECT_EQ(c.bytes(), 300u);
+  // Read-ahead nearer than a cached block displaces the farthest one (ties: least recently
+  // used first, here [10,20)).
+  c.insert({1, 5}, {7, 5, 10}, bytes(100));
+  EXPECT_TRUE(c.contains({1, 5}));
+  EXPECT_FALSE(c.contains({1, 0}));
+  EXPECT_TRUE(c.contains({1, 2}));
+  EXPECT_TRUE(c.contains({1, 3}));
+  EXPECT_LE(c.bytes(), 300u);
+}
+
 TEST(BlockCache, FailedLoadIsNotCached) {
   BlockCache c(1000, 1000);
   auto r =

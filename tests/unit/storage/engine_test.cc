@@ -6,15 +6,15 @@
 #include <random>
 
 #include "fault_fs.h"
-#include "fault_store.h"
 #include "meta/sqlite_meta_store.h"
+#include "objstore/memory_store.h"
 #include "storage/meta_schema.h"
 #include "test_util.h"
 
 namespace shale::storage {
 namespace {
 
-using testing::FaultStore;
+using testing::fail_writes;
 using testing::TempDir;
 
 std::string payload_for(int64_t stream, int64_t offset, size_t n) {
@@ -98,7 +98,8 @@ class EngineTest : public ::testing::Test {
   }
 
   TempDir dir_;
-  FaultStore store_;
+  objstore::MemoryStore mem_;
+  objstore::FaultInjectingStore store_{mem_};
   std::unique_ptr<meta::SqliteMetaStore> meta_;
 };
 
@@ -147,7 +148,7 @@ TEST_F(EngineTest, ReadsFromObjectsAfterRestart) {
       }
     }
     e->shutdown();  // graceful: uploads everything
-    EXPECT_GT(store_.inner.object_count(), 0u);
+    EXPECT_GT(mem_.object_count(), 0u);
   }
   auto e = open(options());
   Stream* sa = *e->open_stream(a);
@@ -155,10 +156,10 @@ TEST_F(EngineTest, ReadsFromObjectsAfterRestart) {
   EXPECT_EQ(sa->epoch(), 2);
   EXPECT_EQ(sa->end_offset(), 400);
   EXPECT_EQ(sb->end_offset(), 100);
-  int gets_before = store_.gets.load();
+  uint64_t gets_before = store_.calls(objstore::Op::kGet);
   expect_readable(sa, a, 0, 400, 2000);
   expect_readable(sb, b, 0, 100, 100);
-  EXPECT_GT(store_.gets.load(), gets_before);
+  EXPECT_GT(store_.calls(objstore::Op::kGet), gets_before);
   expect_readable(sa, a, 123, 300, 2000);
   // Appends continue at the committed end.
   ASSERT_TRUE(append_sync(sa, 400, 1, payload_for(a, 400, 10)).ok());
@@ -172,13 +173,13 @@ TEST_F(EngineTest, CrashRecoveryReplaysTheWal) {
     Stream* s = *e->open_stream(id);
     for (int64_t i = 0; i < 50; ++i)
       ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 500)).ok());
-    store_.fail_puts = true;  // nothing can be uploaded: the WAL is the only copy
+    fail_writes(store_, true);  // nothing can be uploaded: the WAL is the only copy
     e->shutdown();
-    EXPECT_EQ(store_.inner.object_count(), 0u);
+    EXPECT_EQ(mem_.object_count(), 0u);
   }
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(options());  // recovery uploads the WAL's records
-  EXPECT_GT(store_.inner.object_count(), 0u);
+  EXPECT_GT(mem_.object_count(), 0u);
   Stream* s = *e->open_stream(id);
   EXPECT_EQ(s->end_offset(), 50);
   expect_readable(s, id, 0, 50, 500);
@@ -197,10 +198,10 @@ TEST_F(EngineTest, ObjectWalCrashRecovery) {
       ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 700)).ok());
     }
     // Data uploads fail from here: the records exist only in the WAL objects.
-    store_.fail_puts = true;
+    fail_writes(store_, true);
     e->shutdown();
   }
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(o);
   Stream* s = *e->open_stream(id);
   EXPECT_EQ(s->end_offset(), 40);
@@ -214,11 +215,11 @@ TEST_F(EngineTest, RecoveryFailsWhileTheStoreIsDownAndKeepsTheWal) {
     id = *e->create_stream({});
     Stream* s = *e->open_stream(id);
     for (int64_t i = 0; i < 10; ++i) ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50)).ok());
-    store_.fail_puts = true;
+    fail_writes(store_, true);
   }
   auto bad = Engine::open(options(), &store_, meta_.get());
   EXPECT_FALSE(bad.ok());
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(options());
   Stream* s = *e->open_stream(id);
   expect_readable(s, id, 0, 10, 50);
@@ -231,7 +232,7 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);
-  store_.fail_puts = true;
+  fail_writes(store_, true);
   Status last;
   int64_t off = 0;
   for (; off < 1000; ++off) {
@@ -246,7 +247,7 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   EXPECT_TRUE(last.error().retryable);
   EXPECT_GT(e->stats().appends_refused, 0u);
   EXPECT_EQ(s->next_offset(), off);  // a refused append consumed no offset
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   Status ok;
   for (int i = 0; i < 2000; ++i) {
     auto r = append_sync(s, off, 1, payload_for(id, off, 64 << 10));
@@ -267,7 +268,7 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);
-  store_.fail_puts = true;  // no upload, so no WAL trim
+  fail_writes(store_, true);  // no upload, so no WAL trim
   Status last;
   int64_t off = 0;
   for (; off < 200; ++off) {
@@ -280,7 +281,7 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   ASSERT_FALSE(last.ok());
   EXPECT_EQ(last.error().code, Errc::kUnavailable);
   EXPECT_EQ(s->next_offset(), off);
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   Status ok;
   for (int i = 0; i < 2000; ++i) {
     auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
@@ -348,7 +349,7 @@ TEST_F(EngineTest, TrimThenGarbageCollectionDeletesObjects) {
   for (int64_t i = 0; i < 100; ++i)
     ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 1000)).ok());
   ASSERT_TRUE(e->flush().ok());
-  size_t before = store_.inner.object_count();
+  size_t before = mem_.object_count();
   ASSERT_GT(before, 0u);
   ASSERT_TRUE(s->trim(60).ok());
   EXPECT_EQ(s->start_offset(), 60);
@@ -357,7 +358,7 @@ TEST_F(EngineTest, TrimThenGarbageCollectionDeletesObjects) {
   ASSERT_TRUE(s->trim(100).ok());
   ASSERT_TRUE(e->compact_now().ok());  // marks: nothing above the start is left
   ASSERT_TRUE(e->compact_now().ok());  // deletes after the (zero) grace delay
-  EXPECT_EQ(store_.inner.object_count(), 0u);
+  EXPECT_EQ(mem_.object_count(), 0u);
   EXPECT_GT(e->stats().objects_deleted, 0u);
   ASSERT_TRUE(append_sync(s, 100, 1, payload_for(id, 100, 10)).ok());
   expect_readable(s, id, 100, 101, 10);
@@ -384,10 +385,10 @@ TEST_F(EngineTest, CompactionMergesStreamSetObjectsAndKeepsData) {
     }
     ASSERT_TRUE(e->flush().ok());
   }
-  size_t before = store_.inner.object_count();
+  size_t before = mem_.object_count();
   ASSERT_TRUE(e->compact_now().ok());
   ASSERT_TRUE(e->compact_now().ok());  // collect the replaced objects
-  size_t after = store_.inner.object_count();
+  size_t after = mem_.object_count();
   EXPECT_LT(after, before);
   e->shutdown();
   auto e2 = open(o);
@@ -441,7 +442,7 @@ TEST_F(EngineTest, DeleteStreamRemovesItsObjects) {
   EXPECT_EQ(e->open_stream(id).error().code, Errc::kNotFound);
   ASSERT_TRUE(e->compact_now().ok());
   ASSERT_TRUE(e->compact_now().ok());
-  EXPECT_EQ(store_.inner.object_count(), 0u);
+  EXPECT_EQ(mem_.object_count(), 0u);
 }
 
 TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
@@ -470,9 +471,10 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
   Stream* s = *e->open_stream(id);
   for (int64_t i = 0; i < 40; ++i)
     ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50000)).ok());
-  int puts = store_.puts.load();
+  uint64_t puts = store_.calls(objstore::Op::kPut);
   ASSERT_TRUE(e->flush().ok());
-  EXPECT_EQ(store_.puts.load(), puts);  // parts go through the multipart API, not put()
+  EXPECT_EQ(store_.calls(objstore::Op::kPut),
+            puts);  // parts go through the multipart API, not put()
   EXPECT_GT(e->stats().object_puts, 1u);
   e->shutdown();
   auto e2 = open(o);
@@ -548,10 +550,10 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
     } else {
       // Restart: either graceful, or "crash" with uploads failing so the WAL must recover.
       bool crash = rng() % 2 == 0;
-      if (crash) store_.fail_puts = true;
+      if (crash) fail_writes(store_, true);
       e->shutdown();
       e.reset();
-      store_.fail_puts = false;
+      fail_writes(store_, false);
       e = open(o);
       ASSERT_TRUE(e);
       for (auto& [sid, sm] : model) {
