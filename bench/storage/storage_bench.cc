@@ -25,6 +25,7 @@
 #include "base/clock.h"
 #include "base/log.h"
 #include "meta/sqlite_meta_store.h"
+#include "objstore/fault_injecting_store.h"
 #include "objstore/memory_store.h"
 #include "objstore/posix_store.h"
 #include "storage/engine.h"
@@ -36,35 +37,6 @@ using namespace shale::storage;
 namespace {
 
 double secs_since(int64_t t0) { return (clock::mono_ns() - t0) / 1e9; }
-
-// Adds a fixed delay to every GET (simulating an object store's first-byte latency).
-class SlowStore final : public objstore::ObjectStore {
- public:
-  explicit SlowStore(objstore::ObjectStore* inner, int delay_ms) : in_(inner), ms_(delay_ms) {}
-  void put(const std::string& k, BufferChain d, objstore::StatusCallback cb) override {
-    in_->put(k, std::move(d), std::move(cb));
-  }
-  void get(const std::string& k, objstore::Range r, objstore::GetCallback cb) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
-    ++gets;
-    in_->get(k, r, std::move(cb));
-  }
-  void remove(std::vector<std::string> k, objstore::StatusCallback cb) override {
-    in_->remove(std::move(k), std::move(cb));
-  }
-  void list(const std::string& p, objstore::ListCallback cb) override {
-    in_->list(p, std::move(cb));
-  }
-  void create_multipart(const std::string& k, objstore::MultipartCallback cb) override {
-    in_->create_multipart(k, std::move(cb));
-  }
-  std::string describe() const override { return "slow"; }
-  std::atomic<uint64_t> gets{0};
-
- private:
-  objstore::ObjectStore* in_;
-  int ms_;
-};
 
 void bench_wal(const std::string& dir, bool direct, double seconds) {
   std::string path = dir + (direct ? "/wal-direct" : "/wal-buffered");
@@ -256,7 +228,10 @@ void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
   rig->engine->shutdown();
   rig->engine.reset();
   // Reopen cold: the LogCache is empty, every read goes to objects.
-  SlowStore slow(&rig->store, delay_ms);
+  // Every GET completes delay_ms after it was made (an object store's first-byte latency),
+  // without blocking the caller, as a real store's GETs do.
+  objstore::FaultInjectingStore slow(rig->store);
+  slow.set_delay(objstore::Op::kGet, std::chrono::milliseconds(delay_ms));
   auto e = Engine::open(o, &slow, rig->meta.get());
   if (!e.ok()) return;
   s = *(*e)->open_stream(id);
@@ -280,7 +255,8 @@ void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
   std::printf(
       "catch-up read, %llu MiB cold, %d ms per GET: %8.1f MiB/s, %llu GETs (%.1f per MiB)\n",
       static_cast<unsigned long long>(total / kMiB), delay_ms, bytes / 1048576.0 / secs,
-      static_cast<unsigned long long>(slow.gets.load()), slow.gets.load() / (bytes / 1048576.0));
+      static_cast<unsigned long long>(slow.calls(objstore::Op::kGet)),
+      slow.calls(objstore::Op::kGet) / (bytes / 1048576.0));
   (*e)->shutdown();
 }
 

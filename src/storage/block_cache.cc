@@ -25,16 +25,22 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
                                const std::function<Result<Buffer>()>& load, bool* loaded) {
   if (loaded) *loaded = false;
   std::unique_lock lk(mu_);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) {
-    lru_.splice(lru_.end(), lru_, it->second.lru);
-    return it->second.data;
-  }
-  auto li = loading_.find(key);
-  if (li != loading_.end()) {
+  // A reader waits for someone else's load at most once; if that load failed, it tries itself
+  // (a failed read-ahead GET must not fail the read that was waiting for it).
+  bool waited = false;
+  while (true) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+      return it->second.data;
+    }
+    auto li = loading_.find(key);
+    if (li == loading_.end()) break;
     auto l = li->second;
+    if (loaded) *loaded = true;  // the caller stalls on a fetch: read-ahead is behind
     l->cv.wait(lk, [&] { return l->done; });
-    return l->result;
+    if (l->result.ok() || waited) return l->result;
+    waited = true;
   }
   auto l = std::make_shared<Loading>();
   loading_[key] = l;
@@ -53,6 +59,29 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
     bytes_ += r->size();
   }
   return r;
+}
+
+bool BlockCache::try_claim(const BlockKey& key) {
+  std::lock_guard lk(mu_);
+  if (entries_.count(key) || loading_.count(key)) return false;
+  loading_[key] = std::make_shared<Loading>();
+  return true;
+}
+
+void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r) {
+  std::lock_guard lk(mu_);
+  auto li = loading_.find(key);
+  if (li != loading_.end()) {
+    li->second->done = true;
+    li->second->result = r;
+    li->second->cv.notify_all();
+    loading_.erase(li);
+  }
+  if (!r.ok() || entries_.count(key) || r->size() > capacity_) return;
+  if (!make_room_locked(r->size(), &span)) return;
+  lru_.push_back(key);
+  bytes_ += r->size();
+  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end())};
 }
 
 void BlockCache::insert(const BlockKey& key, const BlockSpan& span, Buffer data) {

@@ -1,7 +1,8 @@
 // BlockCache: data blocks read from objects, for catch-up reads (brief §4.3), bounded by
 // s3.block.cache.size.
 //
-// - Single flight: concurrent requests for the same (object, block) share one ranged GET.
+// - Single flight: concurrent requests for the same (object, block) share one ranged GET,
+//   including blocks that an asynchronous read-ahead GET is bringing in (try_claim).
 // - Reader-aware eviction (beyond AutoMQ's read-once rule): the cache knows where active
 //   sequential readers of each stream are. When space is needed it first evicts, oldest first,
 //   blocks that no active reader is still approaching (least recently used first). If that is
@@ -50,12 +51,20 @@ class BlockCache {
   BlockCache(uint64_t capacity, uint64_t horizon) : capacity_(capacity), horizon_(horizon) {}
 
   // Returns the block, calling load() (a blocking ranged GET) only if no other thread has it
-  // or is loading it. *loaded tells whether this call did the GET.
+  // or is loading it. *loaded tells whether the block was not cached yet: this call fetched
+  // it, or waited for a fetch in flight (either way the reader stalled on the store).
   Result<Buffer> get(const BlockKey& key, const BlockSpan& span,
                      const std::function<Result<Buffer>()>& load, bool* loaded = nullptr);
   bool contains(const BlockKey& key) const;
   // Adds a block fetched by someone else (read-ahead fetches runs of blocks in one GET).
   void insert(const BlockKey& key, const BlockSpan& span, Buffer data);
+  // Read-ahead's single flight: claims `key` for loading unless it is cached or already being
+  // loaded; a reader asking for a claimed block waits for it instead of fetching it again.
+  // Every successful claim must be ended by exactly one finish_load.
+  bool try_claim(const BlockKey& key);
+  // Ends a claimed load: waiting readers get the block (or, on an error, load it themselves),
+  // and a fetched block is cached as insert() would.
+  void finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r);
   // Sequential reader bookkeeping: a reader of `stream` moved from `from` (-1: new) to `to`.
   void move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms);
   void drop_object(int64_t object_id);

@@ -195,6 +195,10 @@ class EngineImpl final : public Engine {
   std::deque<std::function<void()>> read_q_;
   bool read_stop_ = false;
   std::vector<std::thread> read_threads_;
+  // Read-ahead GETs in flight (their callbacks touch the BlockCache): shutdown waits for them.
+  std::mutex readahead_mu_;
+  std::condition_variable readahead_cv_;
+  int64_t readahead_gets_ = 0;
 
   // Background thread: closes and the compaction timer.
   std::mutex bg_mu_;
