@@ -97,6 +97,9 @@ class EngineTest : public ::testing::Test {
     return e.ok() ? std::move(e).value() : nullptr;
   }
 
+  void run_model(const EngineOptions& o, int nstreams, int steps, uint64_t seed,
+                 int restart_per_mille);
+
   TempDir dir_;
   objstore::MemoryStore mem_;
   objstore::FaultInjectingStore store_{mem_};
@@ -482,11 +485,10 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
 }
 
 // Random appends, reads, trims, flushes, compactions and restarts against an in-memory model.
-TEST_F(EngineTest, ModelBasedRandomOperations) {
-  std::mt19937_64 rng(12345);
-  auto o = options();
-  o.log_cache_size = 4 << 20;
-  o.upload_threshold = 256 << 10;
+// restart_per_mille: how many of 1000 operations are restarts (each reopens every stream).
+void EngineTest::run_model(const EngineOptions& o, int nstreams, int steps, uint64_t seed,
+                           int restart_per_mille) {
+  std::mt19937_64 rng(seed);
   struct Model {
     int64_t start = 0;
     int64_t end_ = 0;
@@ -496,7 +498,7 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
   std::map<int64_t, Model> model;
   auto e = open(o);
   std::map<int64_t, Stream*> open_streams;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < nstreams; ++i) {
     int64_t id = *e->create_stream({});
     model[id];
     open_streams[id] = *e->open_stream(id);
@@ -504,21 +506,34 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
   auto size_of = [](int64_t id, int64_t base) {
     return static_cast<size_t>(50 + (id * 7 + base * 13) % 3000);
   };
-  for (int step = 0; step < 1500; ++step) {
-    int op = static_cast<int>(rng() % 100);
+  if (nstreams > 100) {
+    // One batch in every stream, then one upload: a LogCache block holding all the streams,
+    // which becomes several stream-set objects written in parallel.
+    for (auto& [id, m] : model) {
+      auto r = append_sync(open_streams[id], 0, 1, payload_for(id, 0, size_of(id, 0)));
+      ASSERT_TRUE(r.ok()) << r.error().to_string();
+      m.batches.push_back({0, 1});
+      m.end_ = 1;
+    }
+    uint64_t before = e->stats().objects_uploaded;
+    ASSERT_TRUE(e->flush().ok());
+    EXPECT_GT(e->stats().objects_uploaded, before + 1);
+  }
+  for (int step = 0; step < steps; ++step) {
+    int op = static_cast<int>(rng() % 1000);
     auto it = model.begin();
     std::advance(it, static_cast<long>(rng() % model.size()));
     int64_t id = it->first;
     Model& m = it->second;
     Stream* s = open_streams[id];
-    if (op < 60) {
+    if (op < 600) {
       uint32_t count = 1 + static_cast<uint32_t>(rng() % 5);
       int64_t base = m.end();
       auto r = append_sync(s, base, count, payload_for(id, base, size_of(id, base)));
       ASSERT_TRUE(r.ok()) << r.error().to_string();
       m.batches.push_back({base, count});
       m.end_ = base + count;
-    } else if (op < 85) {
+    } else if (op < 850) {
       if (m.end() == m.start) continue;
       int64_t at = m.start + static_cast<int64_t>(rng() % static_cast<uint64_t>(m.end() - m.start));
       auto r = read_sync(s, at, m.end(), 1 + rng() % 20000);
@@ -532,7 +547,7 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
         ASSERT_EQ(rec.payload.view(), payload_for(id, b->first, size_of(id, b->first)));
         ++b;
       }
-    } else if (op < 90) {
+    } else if (op < 900) {
       if (m.end() == m.start) continue;
       int64_t to =
           m.start + static_cast<int64_t>(rng() % static_cast<uint64_t>(m.end() - m.start + 1));
@@ -543,9 +558,9 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
       m.start = std::max(m.start, to);
       m.batches.erase(m.batches.begin(), std::lower_bound(m.batches.begin(), m.batches.end(),
                                                           std::make_pair(m.start, 0u)));
-    } else if (op < 94) {
+    } else if (op < 940) {
       ASSERT_TRUE(e->flush().ok());
-    } else if (op < 97) {
+    } else if (op < 1000 - restart_per_mille) {
       ASSERT_TRUE(e->compact_now().ok());
     } else {
       // Restart: either graceful, or "crash" with uploads failing so the WAL must recover.
@@ -574,6 +589,23 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
     }
     EXPECT_EQ(pos, m.end() == 0 ? m.start : std::max(pos, m.start));
   }
+}
+
+TEST_F(EngineTest, ModelBasedRandomOperations) {
+  auto o = options();
+  o.log_cache_size = 4 << 20;
+  o.upload_threshold = 256 << 10;
+  run_model(o, 5, 1500, 12345, 30);
+}
+
+// 1,000 streams: uploads whose blocks span many streams (stream-set objects capped at one PUT,
+// written in parallel), compactions of many small stream-set objects, few restarts.
+TEST_F(EngineTest, ModelBasedRandomOperationsManyStreams) {
+  auto o = options();
+  o.log_cache_size = 16 << 20;
+  o.upload_threshold = 4 << 20;
+  o.object_part_size = 128 << 10;  // stream-set objects of at most 256 KiB
+  run_model(o, 1000, 1200, 777, 2);
 }
 
 }  // namespace
