@@ -465,6 +465,70 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   EXPECT_FALSE(append_sync(s, 2, 1, "x").ok());
 }
 
+// A block holding many small streams becomes several stream-set objects, each small enough
+// for one PUT (written in parallel), instead of one multipart object.
+TEST_F(EngineTest, ManyStreamsBecomeSeveralSinglePutStreamSetObjects) {
+  auto o = options();
+  o.object_part_size = 64 << 10;  // stream-set objects of at most 128 KiB
+  o.upload_threshold = 4 << 20;
+  auto e = open(o);
+  std::vector<std::pair<int64_t, Stream*>> ss;
+  for (int i = 0; i < 300; ++i) {
+    int64_t id = *e->create_stream({});
+    ss.emplace_back(id, *e->open_stream(id));
+  }
+  for (int64_t off = 0; off < 2; ++off) {
+    for (auto& [id, s] : ss) ASSERT_TRUE(append_sync(s, off, 1, payload_for(id, off, 2000)).ok());
+  }
+  uint64_t puts = store_.calls(objstore::Op::kPut);
+  ASSERT_TRUE(e->flush().ok());
+  uint64_t objects = e->stats().objects_uploaded;
+  EXPECT_GE(objects, 5u);  // 300 × 4 KB = 1.2 MB of data in objects of ≤ 128 KiB
+  EXPECT_EQ(store_.calls(objstore::Op::kPut) - puts, objects);
+  EXPECT_EQ(store_.calls(objstore::Op::kCreateMultipart), 0u);
+  auto listed = objstore::list_sync(mem_, "");
+  ASSERT_TRUE(listed.ok());
+  for (auto& obj : *listed) EXPECT_LE(obj.size, 128u << 10) << obj.key;
+  e->shutdown();
+  auto e2 = open(o);
+  for (auto& [id, s] : ss) expect_readable(*e2->open_stream(id), id, 0, 2, 2000);
+}
+
+// A sequential cold reader with read-ahead fetches every data block at most once: the reader
+// waits for blocks that read-ahead has claimed instead of fetching them too.
+TEST_F(EngineTest, CatchUpReadFetchesEachBlockOnce) {
+  auto o = options();
+  o.block_cache_size = 16 << 20;  // holds the whole backlog
+  o.upload_threshold = 2 << 20;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    for (int64_t i = 0; i < 800; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 8000)).ok());
+    }
+    e->shutdown();
+  }
+  auto e = open(o);  // cold: nothing in the LogCache or the BlockCache
+  Stream* s = *e->open_stream(id);
+  uint64_t objects = 0, blocks = 0;
+  auto listed = objstore::list_sync(mem_, "");
+  ASSERT_TRUE(listed.ok());
+  for (auto& obj : *listed) {
+    ++objects;
+    blocks += obj.size / o.object_block_size + 1;
+  }
+  uint64_t gets = store_.calls(objstore::Op::kGet);
+  expect_readable(s, id, 0, 800, 8000);
+  uint64_t used = store_.calls(objstore::Op::kGet) - gets;
+  // At most: two index GETs per object, and one GET per block (fewer when runs are merged).
+  EXPECT_LE(used, 2 * objects + blocks);
+  // Read-ahead merges runs of blocks into 4 MiB GETs (12 GETs for ~400 blocks when written);
+  // an eighth leaves room for reads that stall while the window grows.
+  EXPECT_LE(used, 2 * objects + blocks / 8);
+}
+
 TEST_F(EngineTest, LargeObjectsUseMultipart) {
   auto o = options();
   o.object_part_size = 256 << 10;
