@@ -210,56 +210,6 @@ void bench_latency(const std::string& dir, double mib_per_s, double seconds) {
   rig->engine->shutdown();
 }
 
-void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
-  auto o = engine_opts(dir, "catchup");
-  o.upload_threshold = 64 * kMiB;
-  auto rig = make_rig(dir, "catchup", o);
-  if (!rig) return;
-  int64_t id = *rig->engine->create_stream({});
-  Stream* s = *rig->engine->open_stream(id);
-  Buffer payload = Buffer::copy(std::string(16 * 1024, 'c'));
-  std::atomic<int64_t> inflight{0};
-  for (uint64_t w = 0; w < total; w += payload.size()) {
-    while (inflight.load() >= 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    ++inflight;
-    s->append(s->next_offset(), 1, payload, [&](Result<AppendResult>) { --inflight; });
-  }
-  while (inflight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  rig->engine->shutdown();
-  rig->engine.reset();
-  // Reopen cold: the LogCache is empty, every read goes to objects.
-  // Every GET completes delay_ms after it was made (an object store's first-byte latency),
-  // without blocking the caller, as a real store's GETs do.
-  objstore::FaultInjectingStore slow(rig->store);
-  slow.set_delay(objstore::Op::kGet, std::chrono::milliseconds(delay_ms));
-  auto e = Engine::open(o, &slow, rig->meta.get());
-  if (!e.ok()) return;
-  s = *(*e)->open_stream(id);
-  int64_t end = s->end_offset();
-  int64_t pos = 0;
-  uint64_t bytes = 0;
-  int64_t t0 = clock::mono_ns();
-  while (pos < end) {
-    auto p = std::make_shared<std::promise<Result<std::vector<StreamRecord>>>>();
-    auto f = p->get_future();
-    s->read(pos, end, 1 * kMiB, [p](auto r) { p->set_value(std::move(r)); });
-    auto r = f.get();
-    if (!r.ok() || r->empty()) {
-      std::printf("catch-up read failed at %lld\n", static_cast<long long>(pos));
-      return;
-    }
-    for (auto& rec : *r) bytes += rec.payload.size();
-    pos = r->back().end_offset();
-  }
-  double secs = secs_since(t0);
-  std::printf(
-      "catch-up read, %llu MiB cold, %d ms per GET: %8.1f MiB/s, %llu GETs (%.1f per MiB)\n",
-      static_cast<unsigned long long>(total / kMiB), delay_ms, bytes / 1048576.0 / secs,
-      static_cast<unsigned long long>(slow.calls(objstore::Op::kGet)),
-      slow.calls(objstore::Op::kGet) / (bytes / 1048576.0));
-  (*e)->shutdown();
-}
-
 // Appends `total` bytes of 16 KiB records to stream `id` and waits for every acknowledgement.
 void write_backlog(Stream* s, uint64_t total) {
   Buffer payload = Buffer::copy(std::string(16 * 1024, 'b'));
@@ -293,6 +243,36 @@ int64_t read_through(Stream* s, int64_t from, int64_t end,
     if (progress) progress(bytes);
   }
   return static_cast<int64_t>(bytes);
+}
+
+void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
+  auto o = engine_opts(dir, "catchup");
+  o.upload_threshold = 64 * kMiB;
+  auto rig = make_rig(dir, "catchup", o);
+  if (!rig) return;
+  int64_t id = *rig->engine->create_stream({});
+  write_backlog(*rig->engine->open_stream(id), total);
+  rig->engine->shutdown();
+  rig->engine.reset();
+  // Reopen cold: the LogCache is empty, every read goes to objects. Every GET completes
+  // delay_ms after it was made (an object store's first-byte latency), without blocking the
+  // caller, as a real store's GETs do.
+  objstore::FaultInjectingStore slow(rig->store);
+  slow.set_delay(objstore::Op::kGet, std::chrono::milliseconds(delay_ms));
+  auto e = Engine::open(o, &slow, rig->meta.get());
+  if (!e.ok()) return;
+  Stream* s = *(*e)->open_stream(id);
+  int64_t t0 = clock::mono_ns();
+  int64_t bytes = read_through(s, 0, s->end_offset());
+  double secs = secs_since(t0);
+  if (bytes > 0) {
+    std::printf(
+        "catch-up read, %llu MiB cold, %d ms per GET: %8.1f MiB/s, %llu GETs (%.1f per MiB)\n",
+        static_cast<unsigned long long>(total / kMiB), delay_ms, bytes / 1048576.0 / secs,
+        static_cast<unsigned long long>(slow.calls(objstore::Op::kGet)),
+        slow.calls(objstore::Op::kGet) / (bytes / 1048576.0));
+  }
+  (*e)->shutdown();
 }
 
 // Tries to empty the page cache so that reads come from the disk; says whether it could.
