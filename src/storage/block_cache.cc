@@ -61,11 +61,27 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   return r;
 }
 
-bool BlockCache::try_claim(const BlockKey& key) {
+BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size) {
   std::lock_guard lk(mu_);
-  if (entries_.count(key) || loading_.count(key)) return false;
+  if (entries_.count(key) || loading_.count(key)) return Claim::kPresent;
+  if (size > capacity_ || !would_admit_locked(size, span, clock::mono_ms())) return Claim::kNoRoom;
   loading_[key] = std::make_shared<Loading>();
-  return true;
+  return Claim::kClaimed;
+}
+
+bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming,
+                                    int64_t now_ms) const {
+  if (bytes_ + need <= capacity_) return true;
+  int64_t d = distance_locked(incoming, now_ms);
+  if (d < 0) return false;
+  // Evictable for it: blocks no reader approaches, and blocks needed later than it.
+  uint64_t evictable = 0;
+  for (auto& [k, e] : entries_) {
+    int64_t ed = distance_locked(e.span, now_ms);
+    if (ed < 0 || ed >= d) evictable += e.data.size();
+    if (bytes_ - evictable + need <= capacity_) return true;
+  }
+  return false;
 }
 
 void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r) {

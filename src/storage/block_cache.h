@@ -58,10 +58,13 @@ class BlockCache {
   bool contains(const BlockKey& key) const;
   // Adds a block fetched by someone else (read-ahead fetches runs of blocks in one GET).
   void insert(const BlockKey& key, const BlockSpan& span, Buffer data);
-  // Read-ahead's single flight: claims `key` for loading unless it is cached or already being
-  // loaded; a reader asking for a claimed block waits for it instead of fetching it again.
-  // Every successful claim must be ended by exactly one finish_load.
-  bool try_claim(const BlockKey& key);
+  // Read-ahead's single flight: claims `key` (`size` bytes) for loading unless it is cached or
+  // already being loaded (kPresent), or the cache would not keep it (kNoRoom: full of blocks
+  // that readers need sooner; fetching it would be a wasted GET, and so would every block
+  // farther ahead). A reader asking for a claimed block waits for it instead of fetching it
+  // again. Every kClaimed must be ended by exactly one finish_load.
+  enum class Claim { kClaimed, kPresent, kNoRoom };
+  Claim try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size);
   // Ends a claimed load: waiting readers get the block (or, on an error, load it themselves),
   // and a fetched block is cached as insert() would.
   void finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r);
@@ -88,6 +91,8 @@ class BlockCache {
   // returns false rather than evict blocks needed sooner than it (then only blocks no reader
   // approaches may have been evicted).
   bool make_room_locked(uint64_t need, const BlockSpan* incoming);
+  // Whether make_room_locked(need, &incoming) would succeed, without evicting anything.
+  bool would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms) const;
 
   uint64_t capacity_;
   uint64_t horizon_;  // offsets: how far ahead of a reader a block counts as "approached"

@@ -185,9 +185,9 @@ class EngineImpl final : public Engine {
   std::map<int64_t, std::shared_ptr<const ObjectIndex>> object_indexes_;  // small LRU-ish
   std::list<int64_t> object_index_order_;
   BlockCache block_cache_;
-  // Sequential readers: (stream, next offset) -> read-ahead size.
+  // Sequential readers: (stream, next offset) -> (read-ahead size, readers at that offset).
   std::mutex readers_mu_;
-  std::map<std::pair<int64_t, int64_t>, uint64_t> readers_;
+  std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, int>> readers_;
 
   // Read workers.
   std::mutex read_mu_;

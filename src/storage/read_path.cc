@@ -179,6 +179,9 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
       size_t bi = (*idx)->find(stream, pos);
       if (bi >= blocks.size() || blocks[bi].stream_id != stream) return;
       auto key = [&](size_t k) { return BlockKey{row->object_id, static_cast<uint32_t>(k)}; };
+      auto span_of = [](const DataBlockIndex& x) {
+        return BlockSpan{x.stream_id, x.start_offset, x.end_offset};
+      };
       // Fetch runs of adjacent blocks nobody has or is loading with one ranged GET each (up to
       // 4 MiB), as AutoMQ's merged reads do: object stores charge per request. The GETs run
       // concurrently (the store's own threads or connections), so a cold catch-up read keeps
@@ -186,7 +189,9 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
       while (bi < blocks.size() && got < budget) {
         const auto& b = blocks[bi];
         if (b.stream_id != stream || b.start_offset >= row->end) break;
-        if (!block_cache_.try_claim(key(bi))) {
+        auto claim = block_cache_.try_claim(key(bi), span_of(b), b.size);
+        if (claim == BlockCache::Claim::kNoRoom) return;  // blocks farther ahead: no room either
+        if (claim == BlockCache::Claim::kPresent) {
           got += b.size;
           pos = b.end_offset;
           ++bi;
@@ -199,7 +204,10 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
         while (last + 1 < blocks.size() && run < kMergedReadMax) {
           const auto& n = blocks[last + 1];
           if (n.stream_id != stream || n.start_offset >= row->end) break;
-          if (!block_cache_.try_claim(key(last + 1))) break;
+          if (block_cache_.try_claim(key(last + 1), span_of(n), n.size) !=
+              BlockCache::Claim::kClaimed) {
+            break;
+          }
           run += n.size;
           ++last;
         }
@@ -283,16 +291,21 @@ void EngineImpl::read(StreamImpl* s, int64_t start, int64_t end, size_t max_byte
     bool known = false;
     {
       std::lock_guard lk(readers_mu_);
+      // Several readers can be at one offset (staggered consumers that caught up with each
+      // other): each read moves one of them, so the BlockCache keeps one position per reader
+      // instead of leaving stale ones behind that would look like readers approaching.
       auto it = readers_.find({stream, start});
       if (it != readers_.end()) {
-        ra = it->second;
+        ra = it->second.first;
         known = true;
-        readers_.erase(it);
+        if (--it->second.second <= 0) readers_.erase(it);
       }
       // Doubling, not linear growth: a cold catch-up reaches the full window within a few
       // reads, so most GETs are merged 4 MiB runs instead of single blocks.
       if (r->missed) ra = std::min<uint64_t>(ra * 2, opts_.max_readahead);
-      readers_[{stream, next}] = ra;
+      auto& slot = readers_[{stream, next}];
+      slot.first = std::max(slot.first, ra);
+      slot.second += 1;
       if (readers_.size() > 100000) readers_.clear();
     }
     block_cache_.move_reader(stream, known ? start : -1, next, clock::mono_ms());
