@@ -5,20 +5,29 @@
 //   3. Engine: p50/p99/p99.9 append latency at a fixed 100 MiB/s.
 //   4. Catch-up read: sequential read of a cold stream from objects (memory store, and a store
 //      that adds 10 ms per GET), MiB/s and GETs.
+//   5. Catch-up read from the POSIX store (a real directory in --dir, page cache dropped when
+//      the kernel lets us), MiB/s.
+//   6. Three staggered readers of one cold backlog (POSIX store, block cache smaller than the
+//      backlog): object GETs per data block, against one reader alone.
 // The WAL file lives in --dir (default: build/bench-data); use a real disk, not tmpfs.
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "base/clock.h"
 #include "base/log.h"
 #include "meta/sqlite_meta_store.h"
+#include "objstore/fault_injecting_store.h"
 #include "objstore/memory_store.h"
+#include "objstore/posix_store.h"
 #include "storage/engine.h"
 #include "storage/file_wal.h"
 
@@ -28,35 +37,6 @@ using namespace shale::storage;
 namespace {
 
 double secs_since(int64_t t0) { return (clock::mono_ns() - t0) / 1e9; }
-
-// Adds a fixed delay to every GET (simulating an object store's first-byte latency).
-class SlowStore final : public objstore::ObjectStore {
- public:
-  explicit SlowStore(objstore::ObjectStore* inner, int delay_ms) : in_(inner), ms_(delay_ms) {}
-  void put(const std::string& k, BufferChain d, objstore::StatusCallback cb) override {
-    in_->put(k, std::move(d), std::move(cb));
-  }
-  void get(const std::string& k, objstore::Range r, objstore::GetCallback cb) override {
-    std::this_thread::sleep_for(std::chrono::milliseconds(ms_));
-    ++gets;
-    in_->get(k, r, std::move(cb));
-  }
-  void remove(std::vector<std::string> k, objstore::StatusCallback cb) override {
-    in_->remove(std::move(k), std::move(cb));
-  }
-  void list(const std::string& p, objstore::ListCallback cb) override {
-    in_->list(p, std::move(cb));
-  }
-  void create_multipart(const std::string& k, objstore::MultipartCallback cb) override {
-    in_->create_multipart(k, std::move(cb));
-  }
-  std::string describe() const override { return "slow"; }
-  std::atomic<uint64_t> gets{0};
-
- private:
-  objstore::ObjectStore* in_;
-  int ms_;
-};
 
 void bench_wal(const std::string& dir, bool direct, double seconds) {
   std::string path = dir + (direct ? "/wal-direct" : "/wal-buffered");
@@ -230,14 +210,9 @@ void bench_latency(const std::string& dir, double mib_per_s, double seconds) {
   rig->engine->shutdown();
 }
 
-void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
-  auto o = engine_opts(dir, "catchup");
-  o.upload_threshold = 64 * kMiB;
-  auto rig = make_rig(dir, "catchup", o);
-  if (!rig) return;
-  int64_t id = *rig->engine->create_stream({});
-  Stream* s = *rig->engine->open_stream(id);
-  Buffer payload = Buffer::copy(std::string(16 * 1024, 'c'));
+// Appends `total` bytes of 16 KiB records to stream `id` and waits for every acknowledgement.
+void write_backlog(Stream* s, uint64_t total) {
+  Buffer payload = Buffer::copy(std::string(16 * 1024, 'b'));
   std::atomic<int64_t> inflight{0};
   for (uint64_t w = 0; w < total; w += payload.size()) {
     while (inflight.load() >= 256) std::this_thread::sleep_for(std::chrono::microseconds(50));
@@ -245,35 +220,180 @@ void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
     s->append(s->next_offset(), 1, payload, [&](Result<AppendResult>) { --inflight; });
   }
   while (inflight.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  rig->engine->shutdown();
-  rig->engine.reset();
-  // Reopen cold: the LogCache is empty, every read goes to objects.
-  SlowStore slow(&rig->store, delay_ms);
-  auto e = Engine::open(o, &slow, rig->meta.get());
-  if (!e.ok()) return;
-  s = *(*e)->open_stream(id);
-  int64_t end = s->end_offset();
-  int64_t pos = 0;
+}
+
+// Reads [from, end) sequentially, 1 MiB per call; calls progress(bytes so far) after each
+// read. Returns the bytes read, or -1 on a failed read.
+int64_t read_through(Stream* s, int64_t from, int64_t end,
+                     const std::function<void(uint64_t)>& progress = {}) {
+  int64_t pos = from;
   uint64_t bytes = 0;
-  int64_t t0 = clock::mono_ns();
   while (pos < end) {
     auto p = std::make_shared<std::promise<Result<std::vector<StreamRecord>>>>();
     auto f = p->get_future();
     s->read(pos, end, 1 * kMiB, [p](auto r) { p->set_value(std::move(r)); });
     auto r = f.get();
     if (!r.ok() || r->empty()) {
-      std::printf("catch-up read failed at %lld\n", static_cast<long long>(pos));
-      return;
+      std::printf("read failed at %lld: %s\n", static_cast<long long>(pos),
+                  r.ok() ? "empty" : r.error().to_string().c_str());
+      return -1;
     }
     for (auto& rec : *r) bytes += rec.payload.size();
     pos = r->back().end_offset();
+    if (progress) progress(bytes);
   }
+  return static_cast<int64_t>(bytes);
+}
+
+void bench_catchup(const std::string& dir, uint64_t total, int delay_ms) {
+  auto o = engine_opts(dir, "catchup");
+  o.upload_threshold = 64 * kMiB;
+  auto rig = make_rig(dir, "catchup", o);
+  if (!rig) return;
+  int64_t id = *rig->engine->create_stream({});
+  write_backlog(*rig->engine->open_stream(id), total);
+  rig->engine->shutdown();
+  rig->engine.reset();
+  // Reopen cold: the LogCache is empty, every read goes to objects. Every GET completes
+  // delay_ms after it was made (an object store's first-byte latency), without blocking the
+  // caller, as a real store's GETs do.
+  objstore::FaultInjectingStore slow(rig->store);
+  slow.set_delay(objstore::Op::kGet, std::chrono::milliseconds(delay_ms));
+  auto e = Engine::open(o, &slow, rig->meta.get());
+  if (!e.ok()) return;
+  Stream* s = *(*e)->open_stream(id);
+  int64_t t0 = clock::mono_ns();
+  int64_t bytes = read_through(s, 0, s->end_offset());
   double secs = secs_since(t0);
-  std::printf(
-      "catch-up read, %llu MiB cold, %d ms per GET: %8.1f MiB/s, %llu GETs (%.1f per MiB)\n",
-      static_cast<unsigned long long>(total / kMiB), delay_ms, bytes / 1048576.0 / secs,
-      static_cast<unsigned long long>(slow.gets.load()), slow.gets.load() / (bytes / 1048576.0));
+  if (bytes > 0) {
+    std::printf(
+        "catch-up read, %llu MiB cold, %d ms per GET: %8.1f MiB/s, %llu GETs (%.1f per MiB)\n",
+        static_cast<unsigned long long>(total / kMiB), delay_ms, bytes / 1048576.0 / secs,
+        static_cast<unsigned long long>(slow.calls(objstore::Op::kGet)),
+        slow.calls(objstore::Op::kGet) / (bytes / 1048576.0));
+  }
   (*e)->shutdown();
+}
+
+// Tries to empty the page cache so that reads come from the disk; says whether it could.
+bool drop_page_cache() {
+  ::sync();
+  FILE* f = std::fopen("/proc/sys/vm/drop_caches", "w");
+  if (!f) return false;
+  bool ok = std::fputs("3\n", f) >= 0;
+  ok = std::fclose(f) == 0 && ok;
+  return ok;
+}
+
+// A cold backlog in a POSIX object directory under dir/name.objects: returns the store, the
+// meta store and the stream id; the engine that wrote it has been shut down.
+struct PosixBacklog {
+  std::unique_ptr<meta::SqliteMetaStore> meta;
+  std::unique_ptr<objstore::PosixStore> store;
+  int64_t stream = 0;
+};
+
+std::optional<PosixBacklog> make_posix_backlog(const std::string& dir, const std::string& name,
+                                               const EngineOptions& o, uint64_t total) {
+  PosixBacklog b;
+  std::filesystem::remove_all(dir + "/" + name + ".objects");
+  std::filesystem::remove(dir + "/" + name + ".db");
+  std::filesystem::remove(dir + "/" + name + ".wal");
+  auto st = objstore::PosixStore::open(dir + "/" + name + ".objects");
+  if (!st.ok()) {
+    std::printf("%s: %s\n", name.c_str(), st.error().to_string().c_str());
+    return std::nullopt;
+  }
+  b.store = std::move(st).value();
+  b.meta = std::move(meta::SqliteMetaStore::open({dir + "/" + name + ".db"})).value();
+  auto e = Engine::open(o, b.store.get(), b.meta.get());
+  if (!e.ok()) {
+    std::printf("%s: engine open: %s\n", name.c_str(), e.error().to_string().c_str());
+    return std::nullopt;
+  }
+  b.stream = *(*e)->create_stream({});
+  write_backlog(*(*e)->open_stream(b.stream), total);
+  (*e)->shutdown();
+  return b;
+}
+
+void bench_catchup_posix(const std::string& dir, uint64_t total) {
+  auto o = engine_opts(dir, "catchup-posix");
+  o.upload_threshold = 64 * kMiB;
+  auto b = make_posix_backlog(dir, "catchup-posix", o, total);
+  if (!b) return;
+  bool dropped = drop_page_cache();
+  auto e = Engine::open(o, b->store.get(), b->meta.get());
+  if (!e.ok()) return;
+  Stream* s = *(*e)->open_stream(b->stream);
+  auto before = b->store->stats();
+  int64_t t0 = clock::mono_ns();
+  int64_t bytes = read_through(s, 0, s->end_offset());
+  double secs = secs_since(t0);
+  auto after = b->store->stats();
+  if (bytes >= 0) {
+    std::printf(
+        "catch-up read, %llu MiB cold, POSIX store (page cache %s): %8.1f MiB/s, %llu GETs "
+        "(%.1f per MiB)\n",
+        static_cast<unsigned long long>(total / kMiB),
+        dropped ? "dropped" : "NOT dropped: drop_caches refused", bytes / 1048576.0 / secs,
+        static_cast<unsigned long long>(after.gets - before.gets),
+        (after.gets - before.gets) / (bytes / 1048576.0));
+  }
+  (*e)->shutdown();
+  std::filesystem::remove_all(dir + "/catchup-posix.objects");
+}
+
+// `readers` readers of one cold backlog; reader k starts once reader k-1 has read `lag` bytes.
+// The block cache holds a quarter of the backlog, so trailing readers find blocks only if the
+// cache keeps what they are approaching.
+void bench_staggered(const std::string& dir, uint64_t total, int readers, uint64_t lag) {
+  auto o = engine_opts(dir, "staggered");
+  o.upload_threshold = 64 * kMiB;
+  o.block_cache_size = total / 4;
+  auto b = make_posix_backlog(dir, "staggered", o, total);
+  if (!b) return;
+  double blocks = static_cast<double>(total) / o.object_block_size;
+  for (int n : {1, readers}) {
+    (void)drop_page_cache();
+    auto e = Engine::open(o, b->store.get(), b->meta.get());
+    if (!e.ok()) return;
+    Stream* s = *(*e)->open_stream(b->stream);
+    int64_t end = s->end_offset();
+    auto before = b->store->stats();
+    std::vector<std::atomic<uint64_t>> progress(n);
+    std::vector<std::thread> ts;
+    std::atomic<bool> failed{false};
+    int64_t t0 = clock::mono_ns();
+    for (int k = 0; k < n; ++k) {
+      ts.emplace_back([&, k] {
+        if (k > 0) {
+          while (progress[k - 1].load() < lag && !failed.load()) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+          }
+        }
+        auto* pk = &progress[k];
+        if (read_through(s, 0, end, [pk](uint64_t got) { pk->store(got); }) < 0) failed = true;
+        pk->store(UINT64_MAX);  // done: never hold back the next reader
+      });
+    }
+    for (auto& t : ts) t.join();
+    double secs = secs_since(t0);
+    auto after = b->store->stats();
+    uint64_t gets = after.gets - before.gets;
+    if (!failed) {
+      std::printf(
+          "staggered readers: %d reader(s) of %llu MiB, %llu MiB apart, block cache %llu MiB: "
+          "%llu GETs for %.0f blocks = %.2f GETs per block (%.1f s, %.0f MiB/s in all)\n",
+          n, static_cast<unsigned long long>(total / kMiB),
+          static_cast<unsigned long long>(lag / kMiB),
+          static_cast<unsigned long long>(o.block_cache_size / kMiB),
+          static_cast<unsigned long long>(gets), blocks, gets / blocks, secs,
+          n * total / 1048576.0 / secs);
+    }
+    (*e)->shutdown();
+  }
+  std::filesystem::remove_all(dir + "/staggered.objects");
 }
 
 }  // namespace
@@ -282,19 +402,28 @@ int main(int argc, char** argv) {
   log::init("warn");
   std::string dir = "build/bench-data";
   bool quick = false;
+  std::string only;  // run only the benchmarks whose name contains this (wal, streams, ...)
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) dir = argv[++i];
+    if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--quick") quick = true;
   }
+  auto want = [&](const char* name) {
+    return only.empty() || std::string(name).find(only) != std::string::npos;
+  };
   std::filesystem::create_directories(dir);
+  dir = std::filesystem::absolute(dir).string();  // the POSIX store wants an absolute root
   double secs = quick ? 1.5 : 5;
-  bench_wal(dir, false, secs);
-  bench_wal(dir, true, secs);
-  bench_engine_streams(dir, 16, secs);
-  bench_engine_streams(dir, 1280, secs);
-  bench_latency(dir, 100, secs);
-  bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 0);
-  bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 10);
+  if (want("wal")) bench_wal(dir, false, secs);
+  if (want("wal")) bench_wal(dir, true, secs);
+  if (want("streams16")) bench_engine_streams(dir, 16, secs);
+  if (want("streams1280")) bench_engine_streams(dir, 1280, secs);
+  if (want("latency")) bench_latency(dir, 100, secs);
+  if (want("catchup")) bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 0);
+  if (want("catchup")) bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 10);
+  if (want("catchup-posix")) bench_catchup_posix(dir, quick ? 256 * kMiB : 1 * kGiB);
+  if (want("staggered"))
+    bench_staggered(dir, quick ? 128 * kMiB : 512 * kMiB, 3, (quick ? 128 * kMiB : 512 * kMiB) / 8);
   return 0;
 }

@@ -1,5 +1,8 @@
 #include "storage/block_cache.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "base/clock.h"
 
 namespace shale::storage {
@@ -22,16 +25,22 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
                                const std::function<Result<Buffer>()>& load, bool* loaded) {
   if (loaded) *loaded = false;
   std::unique_lock lk(mu_);
-  auto it = entries_.find(key);
-  if (it != entries_.end()) {
-    lru_.splice(lru_.end(), lru_, it->second.lru);
-    return it->second.data;
-  }
-  auto li = loading_.find(key);
-  if (li != loading_.end()) {
+  // A reader waits for someone else's load at most once; if that load failed, it tries itself
+  // (a failed read-ahead GET must not fail the read that was waiting for it).
+  bool waited = false;
+  while (true) {
+    auto it = entries_.find(key);
+    if (it != entries_.end()) {
+      lru_.splice(lru_.end(), lru_, it->second.lru);
+      return it->second.data;
+    }
+    auto li = loading_.find(key);
+    if (li == loading_.end()) break;
     auto l = li->second;
+    if (loaded) *loaded = true;  // the caller stalls on a fetch: read-ahead is behind
     l->cv.wait(lk, [&] { return l->done; });
-    return l->result;
+    if (l->result.ok() || waited) return l->result;
+    waited = true;
   }
   auto l = std::make_shared<Loading>();
   loading_[key] = l;
@@ -43,8 +52,8 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   l->done = true;
   l->result = r;
   l->cv.notify_all();
-  if (r.ok() && r->size() <= capacity_ && !entries_.count(key)) {
-    make_room_locked(r->size());
+  if (r.ok() && r->size() <= capacity_ && !entries_.count(key) &&
+      make_room_locked(r->size(), nullptr)) {
     lru_.push_back(key);
     entries_[key] = Entry{*r, span, std::prev(lru_.end())};
     bytes_ += r->size();
@@ -52,41 +61,110 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   return r;
 }
 
+BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size) {
+  std::lock_guard lk(mu_);
+  if (entries_.count(key) || loading_.count(key)) return Claim::kPresent;
+  if (size > capacity_ || !would_admit_locked(size, span, clock::mono_ms())) return Claim::kNoRoom;
+  loading_[key] = std::make_shared<Loading>();
+  return Claim::kClaimed;
+}
+
+bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming,
+                                    int64_t now_ms) const {
+  if (bytes_ + need <= capacity_) return true;
+  int64_t d = distance_locked(incoming, now_ms);
+  if (d < 0) return false;
+  // Evictable for it: blocks no reader approaches, and blocks needed later than it.
+  uint64_t evictable = 0;
+  for (auto& [k, e] : entries_) {
+    int64_t ed = distance_locked(e.span, now_ms);
+    if (ed < 0 || ed >= d) evictable += e.data.size();
+    if (bytes_ - evictable + need <= capacity_) return true;
+  }
+  return false;
+}
+
+void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r) {
+  std::lock_guard lk(mu_);
+  auto li = loading_.find(key);
+  if (li != loading_.end()) {
+    li->second->done = true;
+    li->second->result = r;
+    li->second->cv.notify_all();
+    loading_.erase(li);
+  }
+  if (!r.ok() || entries_.count(key) || r->size() > capacity_) return;
+  if (!make_room_locked(r->size(), &span)) return;
+  lru_.push_back(key);
+  bytes_ += r->size();
+  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end())};
+}
+
 void BlockCache::insert(const BlockKey& key, const BlockSpan& span, Buffer data) {
   std::lock_guard lk(mu_);
   if (entries_.count(key) || data.size() > capacity_) return;
-  make_room_locked(data.size());
+  if (!make_room_locked(data.size(), &span)) return;
   lru_.push_back(key);
   bytes_ += data.size();
   entries_[key] = Entry{std::move(data), span, std::prev(lru_.end())};
 }
 
-bool BlockCache::wanted_locked(const BlockSpan& s, int64_t now_ms) const {
+int64_t BlockCache::distance_locked(const BlockSpan& s, int64_t now_ms) const {
   auto it = readers_.find(s.stream_id);
-  if (it == readers_.end()) return false;
+  if (it == readers_.end()) return -1;
+  int64_t best = -1;
   for (auto& [pos, info] : it->second) {
     if (now_ms - info.second > kReaderIdleMs) continue;
-    if (pos < s.end && s.start - pos <= static_cast<int64_t>(horizon_)) return true;
+    if (pos >= s.end || s.start - pos > static_cast<int64_t>(horizon_)) continue;
+    int64_t d = std::max<int64_t>(0, s.start - pos);
+    if (best < 0 || d < best) best = d;
   }
-  return false;
+  return best;
 }
 
-void BlockCache::make_room_locked(uint64_t need) {
-  if (bytes_ + need <= capacity_) return;
+bool BlockCache::make_room_locked(uint64_t need, const BlockSpan* incoming) {
+  if (bytes_ + need <= capacity_) return true;
   int64_t now = clock::mono_ms();
-  // Pass 1: blocks no active reader is approaching, oldest first. Pass 2: anything, LRU.
-  for (int pass = 0; pass < 2 && bytes_ + need > capacity_; ++pass) {
-    for (auto k = lru_.begin(); k != lru_.end() && bytes_ + need > capacity_;) {
-      auto e = entries_.find(*k);
-      if (pass == 0 && wanted_locked(e->second.span, now)) {
-        ++k;
-        continue;
-      }
-      bytes_ -= e->second.data.size();
-      entries_.erase(e);
-      k = lru_.erase(k);
+  // Pass 1: blocks no active reader is approaching, least recently used first.
+  for (auto k = lru_.begin(); k != lru_.end() && bytes_ + need > capacity_;) {
+    auto e = entries_.find(*k);
+    if (distance_locked(e->second.span, now) >= 0) {
+      ++k;
+      continue;
     }
+    bytes_ -= e->second.data.size();
+    entries_.erase(e);
+    k = lru_.erase(k);
   }
+  if (bytes_ + need <= capacity_) return true;
+  // Pass 2: every block is still ahead of some reader. Keep those needed soonest (Belady's
+  // rule with reader distance as the time of next use): evict the farthest first, and do not
+  // cache an incoming read-ahead block that is farther than everything it would displace.
+  std::vector<std::pair<int64_t, std::list<BlockKey>::iterator>> order;
+  order.reserve(entries_.size());
+  for (auto k = lru_.begin(); k != lru_.end(); ++k) {
+    order.emplace_back(distance_locked(entries_.at(*k).span, now), k);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  if (incoming) {
+    int64_t d = distance_locked(*incoming, now);
+    uint64_t freed = 0;
+    for (auto& [dist, k] : order) {
+      if (bytes_ - freed + need <= capacity_) break;
+      if (d < 0 || dist < d) break;  // would displace a block needed sooner: skip it
+      freed += entries_.at(*k).data.size();
+    }
+    if (bytes_ - freed + need > capacity_) return false;
+  }
+  for (auto& [dist, k] : order) {
+    if (bytes_ + need <= capacity_) break;
+    auto e = entries_.find(*k);
+    bytes_ -= e->second.data.size();
+    entries_.erase(e);
+    lru_.erase(k);
+  }
+  return bytes_ + need <= capacity_;
 }
 
 void BlockCache::move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms) {

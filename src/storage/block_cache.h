@@ -1,12 +1,17 @@
 // BlockCache: data blocks read from objects, for catch-up reads (brief §4.3), bounded by
 // s3.block.cache.size.
 //
-// - Single flight: concurrent requests for the same (object, block) share one ranged GET.
+// - Single flight: concurrent requests for the same (object, block) share one ranged GET,
+//   including blocks that an asynchronous read-ahead GET is bringing in (try_claim).
 // - Reader-aware eviction (beyond AutoMQ's read-once rule): the cache knows where active
 //   sequential readers of each stream are. When space is needed it first evicts, oldest first,
-//   blocks that no active reader is still approaching; blocks ahead of some reader (within the
-//   read-ahead horizon) go last. So staggered consumers of the same cold data fetch each block
-//   once instead of once per consumer, while a block every reader has passed is freed first.
+//   blocks that no active reader is still approaching (least recently used first). If that is
+//   not enough, every cached block is ahead of some reader: it then evicts the block whose
+//   nearest approaching reader is farthest away (Belady's rule, with distance in offsets as
+//   the time of next use), and a read-ahead block farther away than everything it would
+//   displace is not cached at all. So staggered consumers of the same cold data fetch each
+//   block about once instead of once per consumer, and a block every reader has passed is
+//   freed first.
 // Threading: thread-safe (one mutex); get() blocks the calling read worker while loading.
 #pragma once
 
@@ -46,12 +51,23 @@ class BlockCache {
   BlockCache(uint64_t capacity, uint64_t horizon) : capacity_(capacity), horizon_(horizon) {}
 
   // Returns the block, calling load() (a blocking ranged GET) only if no other thread has it
-  // or is loading it. *loaded tells whether this call did the GET.
+  // or is loading it. *loaded tells whether the block was not cached yet: this call fetched
+  // it, or waited for a fetch in flight (either way the reader stalled on the store).
   Result<Buffer> get(const BlockKey& key, const BlockSpan& span,
                      const std::function<Result<Buffer>()>& load, bool* loaded = nullptr);
   bool contains(const BlockKey& key) const;
   // Adds a block fetched by someone else (read-ahead fetches runs of blocks in one GET).
   void insert(const BlockKey& key, const BlockSpan& span, Buffer data);
+  // Read-ahead's single flight: claims `key` (`size` bytes) for loading unless it is cached or
+  // already being loaded (kPresent), or the cache would not keep it (kNoRoom: full of blocks
+  // that readers need sooner; fetching it would be a wasted GET, and so would every block
+  // farther ahead). A reader asking for a claimed block waits for it instead of fetching it
+  // again. Every kClaimed must be ended by exactly one finish_load.
+  enum class Claim { kClaimed, kPresent, kNoRoom };
+  Claim try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size);
+  // Ends a claimed load: waiting readers get the block (or, on an error, load it themselves),
+  // and a fetched block is cached as insert() would.
+  void finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r);
   // Sequential reader bookkeeping: a reader of `stream` moved from `from` (-1: new) to `to`.
   void move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms);
   void drop_object(int64_t object_id);
@@ -68,8 +84,15 @@ class BlockCache {
     Result<Buffer> result = Error::make(Errc::kInternal, "loading");
     std::condition_variable cv;
   };
-  bool wanted_locked(const BlockSpan& s, int64_t now_ms) const;
-  void make_room_locked(uint64_t need);
+  // Offsets from the nearest active reader still approaching the block to its start (0 if a
+  // reader is inside it); -1 if no active reader is approaching it.
+  int64_t distance_locked(const BlockSpan& s, int64_t now_ms) const;
+  // Evicts until `need` more bytes fit. With `incoming` (a read-ahead block), gives up and
+  // returns false rather than evict blocks needed sooner than it (then only blocks no reader
+  // approaches may have been evicted).
+  bool make_room_locked(uint64_t need, const BlockSpan* incoming);
+  // Whether make_room_locked(need, &incoming) would succeed, without evicting anything.
+  bool would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms) const;
 
   uint64_t capacity_;
   uint64_t horizon_;  // offsets: how far ahead of a reader a block counts as "approached"

@@ -205,12 +205,10 @@ Status EngineImpl::rewrite_objects(const std::vector<std::pair<int64_t, meta::Ke
   if (!planned.empty()) {
     auto first = prepare_objects(planned.size(), opts_.prepared_object_ttl_ms);
     if (!first.ok()) return std::move(first).error();
-    for (size_t i = 0; i < planned.size(); ++i) {
-      ids.push_back(*first + static_cast<int64_t>(i));
-      auto size = write_object(ids.back(), planned[i]);
-      if (!size.ok()) return std::move(size).error();
-      sizes.push_back(*size);
-    }
+    for (size_t i = 0; i < planned.size(); ++i) ids.push_back(*first + static_cast<int64_t>(i));
+    auto written = write_objects(ids, planned);
+    if (!written.ok()) return std::move(written).error();
+    sizes = std::move(written).value();
   }
   // 3. One transaction: sources must be unchanged; they become marked for deletion and their
   // range rows are replaced by the new objects' rows. Readers holding old rows keep working

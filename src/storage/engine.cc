@@ -430,6 +430,10 @@ void EngineImpl::shutdown() {
   read_cv_.notify_all();
   for (auto& t : read_threads_) t.join();
   read_threads_.clear();
+  {
+    std::unique_lock lk(readahead_mu_);
+    readahead_cv_.wait(lk, [&] { return readahead_gets_ == 0; });
+  }
   if (wal_) wal_->shutdown();
 }
 

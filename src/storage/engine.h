@@ -68,6 +68,7 @@ struct EngineOptions {
   int64_t compaction_interval_ms = 300000;     // s3.stream.set.object.compaction.interval
   uint64_t max_readahead = 32 * kMiB;          // catch-up read-ahead ceiling
   int read_threads = 2;                        // workers for object reads
+  int upload_parallelism = 4;                  // objects of one upload written at once
   FileSystem* fs = nullptr;                    // nullptr: the real POSIX file system
 };
 

@@ -121,9 +121,12 @@ class EngineImpl final : public Engine {
   Status upload_block(const CacheBlock& block);
   std::vector<PlannedObject> plan_objects(
       std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
-      bool all_stream_objects);
+      bool all_stream_objects, uint64_t max_stream_set_bytes = 0);
   Result<int64_t> prepare_objects(size_t n, int64_t ttl_ms);
   Result<uint64_t> write_object(int64_t id, PlannedObject& obj);
+  // Writes objs[i] under ids[i], up to opts_.upload_parallelism at a time; sizes in order.
+  Result<std::vector<uint64_t>> write_objects(const std::vector<int64_t>& ids,
+                                              std::vector<PlannedObject>& objs);
   Status commit_upload(const std::vector<int64_t>& ids, const std::vector<PlannedObject>& objs,
                        const std::vector<uint64_t>& sizes);
   Status put_object(const std::string& key, BufferChain data);
@@ -182,9 +185,9 @@ class EngineImpl final : public Engine {
   std::map<int64_t, std::shared_ptr<const ObjectIndex>> object_indexes_;  // small LRU-ish
   std::list<int64_t> object_index_order_;
   BlockCache block_cache_;
-  // Sequential readers: (stream, next offset) -> read-ahead size.
+  // Sequential readers: (stream, next offset) -> (read-ahead size, readers at that offset).
   std::mutex readers_mu_;
-  std::map<std::pair<int64_t, int64_t>, uint64_t> readers_;
+  std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, int>> readers_;
 
   // Read workers.
   std::mutex read_mu_;
@@ -192,6 +195,10 @@ class EngineImpl final : public Engine {
   std::deque<std::function<void()>> read_q_;
   bool read_stop_ = false;
   std::vector<std::thread> read_threads_;
+  // Read-ahead GETs in flight (their callbacks touch the BlockCache): shutdown waits for them.
+  std::mutex readahead_mu_;
+  std::condition_variable readahead_cv_;
+  int64_t readahead_gets_ = 0;
 
   // Background thread: closes and the compaction timer.
   std::mutex bg_mu_;

@@ -1,46 +1,86 @@
 #include "storage/object_format.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "base/crc32c.h"
 #include "base/endian.h"
 
 namespace shale::storage {
 
+void ObjectWriter::reserve(size_t n) {
+  if (arena_ && arena_cap_ - arena_used_ >= n) return;
+  size_t open = in_block_ ? arena_used_ - block_start_ : 0;
+  flush_closed();
+  // Size the arena for what the hint says is still to come (capped, so a huge compaction
+  // output does not allocate gigabytes at once), and never below one block.
+  constexpr size_t kMaxArena = 64 * 1024 * 1024;
+  size_t want = std::max<size_t>(open + n, std::max<size_t>(block_size_ + 64 * 1024, 64 * 1024));
+  if (hint_ > 0) want = std::max<size_t>(want, std::min<size_t>(hint_ + 4096, kMaxArena));
+  // Uninitialised on purpose: every byte handed out is written before it is read.
+  std::shared_ptr<uint8_t[]> fresh(new uint8_t[want]);
+  if (open > 0) std::memcpy(fresh.get(), arena_.get() + block_start_, open);
+  arena_ = std::move(fresh);
+  arena_cap_ = want;
+  arena_used_ = open;
+  closed_start_ = 0;
+  block_start_ = 0;
+}
+
+void ObjectWriter::flush_closed() {
+  size_t end = in_block_ ? block_start_ : arena_used_;
+  if (arena_ && end > closed_start_) {
+    const uint8_t* p = arena_.get();
+    out_.push_back(
+        Buffer(std::shared_ptr<const void>(arena_, p), p + closed_start_, end - closed_start_));
+  }
+  closed_start_ = end;
+}
+
 void ObjectWriter::add(int64_t stream_id, int64_t epoch, int64_t base_offset, uint32_t count,
                        const Buffer& payload) {
-  if (cur_.size() > 0 && (cur_index_.stream_id != stream_id || cur_.size() >= block_size_)) {
+  if (in_block_ &&
+      (cur_index_.stream_id != stream_id || arena_used_ - block_start_ >= block_size_)) {
     close_block();
   }
-  if (cur_.size() == 0) {
-    cur_.grow(kDataBlockHeader);
+  size_t rec = kRecordHeaderSize + payload.size();
+  reserve(rec + (in_block_ ? 0 : kDataBlockHeader));
+  if (!in_block_) {
+    in_block_ = true;
+    block_start_ = arena_used_;
+    arena_used_ += kDataBlockHeader;
     cur_index_ = DataBlockIndex{stream_id, base_offset, base_offset, 0, size_, 0};
   }
-  uint8_t* h = cur_.grow(kRecordHeaderSize);
+  uint8_t* h = arena_.get() + arena_used_;
   encode_record_header(h, EncodedRecordHeader{stream_id, epoch, base_offset, count,
                                               static_cast<uint32_t>(payload.size())});
-  cur_.append(payload.data(), payload.size());
+  if (!payload.empty()) std::memcpy(h + kRecordHeaderSize, payload.data(), payload.size());
+  arena_used_ += rec;
+  hint_ = hint_ > rec ? hint_ - rec : 0;
   cur_index_.end_offset = base_offset + count;
   cur_index_.record_count += 1;
 }
 
 void ObjectWriter::close_block() {
-  uint8_t* h = cur_.data();
-  size_t body = cur_.size() - kDataBlockHeader;
+  uint8_t* h = arena_.get() + block_start_;
+  size_t len = arena_used_ - block_start_;
+  size_t body = len - kDataBlockHeader;
   h[0] = kDataBlockMagic;
   h[1] = 0;  // flags: reserved for compression
   be::store32(h + 2, cur_index_.record_count);
   be::store32(h + 6, static_cast<uint32_t>(body));
   be::store32(h + 10, crc32c::value(h + kDataBlockHeader, body));
-  cur_index_.size = static_cast<uint32_t>(cur_.size());
-  size_ += cur_.size();
+  cur_index_.size = static_cast<uint32_t>(len);
+  size_ += len;
   index_.push_back(cur_index_);
-  out_.push_back(std::move(cur_).freeze());
-  cur_ = BufferBuilder();
+  in_block_ = false;
 }
 
 BufferChain ObjectWriter::finish() {
-  if (cur_.size() > 0) close_block();
+  if (in_block_) close_block();
+  flush_closed();
+  arena_.reset();
+  arena_cap_ = arena_used_ = closed_start_ = block_start_ = 0;
   BufferBuilder idx(index_.size() * kIndexEntrySize + kFooterSize);
   for (const auto& e : index_) {
     uint8_t* p = idx.grow(kIndexEntrySize);

@@ -170,7 +170,7 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
   post_read([this, stream, from, budget] {
     uint64_t got = 0;
     int64_t pos = from;
-    while (got < budget) {
+    while (got < budget && !stopping_) {
       auto row = find_range(stream, pos);
       if (!row || row->start > pos) return;
       auto idx = object_index(row->object_id, row->object_size);
@@ -178,12 +178,20 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
       const auto& blocks = (*idx)->blocks;
       size_t bi = (*idx)->find(stream, pos);
       if (bi >= blocks.size() || blocks[bi].stream_id != stream) return;
-      // Fetch runs of adjacent uncached blocks with one ranged GET each (up to 4 MiB), as
-      // AutoMQ's merged reads do: object stores charge per request.
+      auto key = [&](size_t k) { return BlockKey{row->object_id, static_cast<uint32_t>(k)}; };
+      auto span_of = [](const DataBlockIndex& x) {
+        return BlockSpan{x.stream_id, x.start_offset, x.end_offset};
+      };
+      // Fetch runs of adjacent blocks nobody has or is loading with one ranged GET each (up to
+      // 4 MiB), as AutoMQ's merged reads do: object stores charge per request. The GETs run
+      // concurrently (the store's own threads or connections), so a cold catch-up read keeps
+      // several requests in flight instead of one; readers wait for claimed blocks.
       while (bi < blocks.size() && got < budget) {
         const auto& b = blocks[bi];
         if (b.stream_id != stream || b.start_offset >= row->end) break;
-        if (block_cache_.contains(BlockKey{row->object_id, static_cast<uint32_t>(bi)})) {
+        auto claim = block_cache_.try_claim(key(bi), span_of(b), b.size);
+        if (claim == BlockCache::Claim::kNoRoom) return;  // blocks farther ahead: no room either
+        if (claim == BlockCache::Claim::kPresent) {
           got += b.size;
           pos = b.end_offset;
           ++bi;
@@ -191,10 +199,13 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
         }
         size_t last = bi;
         uint64_t run = b.size;
-        while (last + 1 < blocks.size() && run < kMergedReadMax && got + run < budget) {
+        // A run, once started, goes on to kMergedReadMax even past the budget: the window
+        // then refills in few large GETs rather than one block at a time.
+        while (last + 1 < blocks.size() && run < kMergedReadMax) {
           const auto& n = blocks[last + 1];
-          if (n.stream_id != stream || n.start_offset >= row->end ||
-              block_cache_.contains(BlockKey{row->object_id, static_cast<uint32_t>(last + 1)})) {
+          if (n.stream_id != stream || n.start_offset >= row->end) break;
+          if (block_cache_.try_claim(key(last + 1), span_of(n), n.size) !=
+              BlockCache::Claim::kClaimed) {
             break;
           }
           run += n.size;
@@ -204,17 +215,31 @@ void EngineImpl::readahead(int64_t stream, int64_t from, uint64_t budget) {
           std::lock_guard lk(stats_mu_);
           ++stats_.object_gets;
         }
-        auto data = objstore::get_sync(*store_, keys_.object_name(row->object_id),
-                                       objstore::Range{b.position, run});
-        if (!data.ok() || data->size() != run) return;
-        for (size_t k = bi; k <= last; ++k) {
-          const auto& x = blocks[k];
-          block_cache_.insert(BlockKey{row->object_id, static_cast<uint32_t>(k)},
-                              BlockSpan{x.stream_id, x.start_offset, x.end_offset},
-                              data->slice(x.position - b.position, x.size));
-          pos = x.end_offset;
+        auto parts = std::make_shared<std::vector<std::pair<BlockKey, DataBlockIndex>>>();
+        for (size_t k = bi; k <= last; ++k) parts->emplace_back(key(k), blocks[k]);
+        {
+          std::lock_guard lk(readahead_mu_);
+          ++readahead_gets_;
         }
+        uint64_t base = b.position;
+        store_->get(keys_.object_name(row->object_id), objstore::Range{base, run},
+                    [this, parts, base, run](Result<Buffer> data) {
+                      for (auto& [k, x] : *parts) {
+                        BlockSpan span{x.stream_id, x.start_offset, x.end_offset};
+                        if (!data.ok()) {
+                          block_cache_.finish_load(k, span, data.error());
+                        } else if (data->size() != run) {
+                          block_cache_.finish_load(
+                              k, span, Error::make(Errc::kCorruption, "short read-ahead GET"));
+                        } else {
+                          block_cache_.finish_load(k, span, data->slice(x.position - base, x.size));
+                        }
+                      }
+                      std::lock_guard lk(readahead_mu_);
+                      if (--readahead_gets_ == 0) readahead_cv_.notify_all();
+                    });
         got += run;
+        pos = blocks[last].end_offset;
         bi = last + 1;
       }
       if (pos < row->end) return;
@@ -266,14 +291,21 @@ void EngineImpl::read(StreamImpl* s, int64_t start, int64_t end, size_t max_byte
     bool known = false;
     {
       std::lock_guard lk(readers_mu_);
+      // Several readers can be at one offset (staggered consumers that caught up with each
+      // other): each read moves one of them, so the BlockCache keeps one position per reader
+      // instead of leaving stale ones behind that would look like readers approaching.
       auto it = readers_.find({stream, start});
       if (it != readers_.end()) {
-        ra = it->second;
+        ra = it->second.first;
         known = true;
-        readers_.erase(it);
+        if (--it->second.second <= 0) readers_.erase(it);
       }
-      if (r->missed) ra = std::min<uint64_t>(ra + kReadaheadStep, opts_.max_readahead);
-      readers_[{stream, next}] = ra;
+      // Doubling, not linear growth: a cold catch-up reaches the full window within a few
+      // reads, so most GETs are merged 4 MiB runs instead of single blocks.
+      if (r->missed) ra = std::min<uint64_t>(ra * 2, opts_.max_readahead);
+      auto& slot = readers_[{stream, next}];
+      slot.first = std::max(slot.first, ra);
+      slot.second += 1;
       if (readers_.size() > 100000) readers_.clear();
     }
     block_cache_.move_reader(stream, known ? start : -1, next, clock::mono_ms());

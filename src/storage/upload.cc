@@ -1,5 +1,8 @@
 // Upload: LogCache block -> prepare object ids -> write objects -> commit in order -> trim WAL.
+#include <algorithm>
+#include <atomic>
 #include <future>
+#include <thread>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -76,16 +79,21 @@ void EngineImpl::uploader_loop() {
 }
 
 std::vector<PlannedObject> EngineImpl::plan_objects(
-    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
-    bool all_stream_objects) {
+    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data, bool all_stream_objects,
+    uint64_t max_stream_set_bytes) {
   std::vector<PlannedObject> out;
   PlannedObject sso;
   sso.type = ObjectType::kStreamSet;
+  uint64_t sso_stored = 0;
   bool single = data.size() == 1;
   for (auto& [stream, run] : data) {
     if (run.second.empty()) continue;
     uint64_t bytes = 0;
     for (auto& r : run.second) bytes += r.payload.size();
+    // What the run occupies in an object: record headers, block headers and index entries.
+    uint64_t stored = bytes + run.second.size() * kRecordHeaderSize +
+                      (bytes / std::max<uint64_t>(1, opts_.object_block_size) + 2) *
+                          (kDataBlockHeader + kIndexEntrySize);
     if (single || all_stream_objects || bytes >= opts_.stream_split_size) {
       PlannedObject so;
       so.type = ObjectType::kStream;
@@ -93,7 +101,15 @@ std::vector<PlannedObject> EngineImpl::plan_objects(
       so.streams.emplace(stream, std::move(run));
       out.push_back(std::move(so));
     } else {
+      if (max_stream_set_bytes > 0 && !sso.streams.empty() &&
+          sso_stored + stored + kFooterSize > max_stream_set_bytes) {
+        out.push_back(std::move(sso));
+        sso = PlannedObject();
+        sso.type = ObjectType::kStreamSet;
+        sso_stored = 0;
+      }
       sso.bytes += bytes;
+      sso_stored += stored;
       sso.streams.emplace(stream, std::move(run));
     }
   }
@@ -179,8 +195,37 @@ Status EngineImpl::put_object(const std::string& key, BufferChain data) {
   return st;
 }
 
+Result<std::vector<uint64_t>> EngineImpl::write_objects(const std::vector<int64_t>& ids,
+                                                        std::vector<PlannedObject>& objs) {
+  std::vector<Result<uint64_t>> res(objs.size(), Error::make(Errc::kInternal, "not written"));
+  size_t workers = std::min<size_t>(objs.size(), std::max(1, opts_.upload_parallelism));
+  std::atomic<size_t> next{0};
+  auto work = [&] {
+    for (size_t i = next++; i < objs.size(); i = next++) res[i] = write_object(ids[i], objs[i]);
+  };
+  // The calling thread is one of the workers; the others live for this batch only (a thread
+  // start is microseconds, an object write is milliseconds).
+  std::vector<std::thread> helpers;
+  for (size_t k = 1; k < workers; ++k) helpers.emplace_back(work);
+  work();
+  for (auto& t : helpers) t.join();
+  std::vector<uint64_t> sizes;
+  for (auto& r : res) {
+    if (!r.ok()) return std::move(r).error();
+    sizes.push_back(*r);
+  }
+  return sizes;
+}
+
 Result<uint64_t> EngineImpl::write_object(int64_t id, PlannedObject& obj) {
-  ObjectWriter w(opts_.object_block_size);
+  // Size hint: payloads, record headers, and a block header per block of each run.
+  uint64_t hint = 0;
+  for (auto& [stream, run] : obj.streams) {
+    uint64_t bytes = 0;
+    for (auto& r : run.second) bytes += r.payload.size() + kRecordHeaderSize;
+    hint += bytes + (bytes / std::max<uint64_t>(1, opts_.object_block_size) + 2) * kDataBlockHeader;
+  }
+  ObjectWriter w(opts_.object_block_size, hint);
   for (auto& [stream, run] : obj.streams) {
     for (auto& r : run.second) w.add(stream, run.first, r.base_offset, r.count, r.payload);
   }
@@ -196,19 +241,17 @@ Result<uint64_t> EngineImpl::write_object(int64_t id, PlannedObject& obj) {
 Status EngineImpl::upload_block(const CacheBlock& block) {
   std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data;
   for (auto& [stream, run] : block.streams) data[stream] = {run.epoch, run.records};
-  auto objs = plan_objects(std::move(data), false);
+  // Stream-set objects are capped at what one PUT carries, so a block with many streams
+  // becomes several objects written in parallel instead of one long multipart upload.
+  auto objs = plan_objects(std::move(data), false, 2 * opts_.object_part_size);
   if (objs.empty()) return ok_status();
   auto first = prepare_objects(objs.size(), opts_.prepared_object_ttl_ms);
   if (!first.ok()) return std::move(first).error();
   std::vector<int64_t> ids;
-  std::vector<uint64_t> sizes;
-  for (size_t i = 0; i < objs.size(); ++i) {
-    ids.push_back(*first + static_cast<int64_t>(i));
-    auto size = write_object(ids.back(), objs[i]);
-    if (!size.ok()) return std::move(size).error();  // prepared ids expire and are collected
-    sizes.push_back(*size);
-  }
-  return commit_upload(ids, objs, sizes);
+  for (size_t i = 0; i < objs.size(); ++i) ids.push_back(*first + static_cast<int64_t>(i));
+  auto sizes = write_objects(ids, objs);
+  if (!sizes.ok()) return std::move(sizes).error();  // prepared ids expire and are collected
+  return commit_upload(ids, objs, *sizes);
 }
 
 Status EngineImpl::commit_upload(const std::vector<int64_t>& ids,

@@ -6,15 +6,15 @@
 #include <random>
 
 #include "fault_fs.h"
-#include "fault_store.h"
 #include "meta/sqlite_meta_store.h"
+#include "objstore/memory_store.h"
 #include "storage/meta_schema.h"
 #include "test_util.h"
 
 namespace shale::storage {
 namespace {
 
-using testing::FaultStore;
+using testing::fail_writes;
 using testing::TempDir;
 
 std::string payload_for(int64_t stream, int64_t offset, size_t n) {
@@ -97,8 +97,12 @@ class EngineTest : public ::testing::Test {
     return e.ok() ? std::move(e).value() : nullptr;
   }
 
+  void run_model(const EngineOptions& o, int nstreams, int steps, uint64_t seed,
+                 int restart_per_mille);
+
   TempDir dir_;
-  FaultStore store_;
+  objstore::MemoryStore mem_;
+  objstore::FaultInjectingStore store_{mem_};
   std::unique_ptr<meta::SqliteMetaStore> meta_;
 };
 
@@ -147,7 +151,7 @@ TEST_F(EngineTest, ReadsFromObjectsAfterRestart) {
       }
     }
     e->shutdown();  // graceful: uploads everything
-    EXPECT_GT(store_.inner.object_count(), 0u);
+    EXPECT_GT(mem_.object_count(), 0u);
   }
   auto e = open(options());
   Stream* sa = *e->open_stream(a);
@@ -155,10 +159,10 @@ TEST_F(EngineTest, ReadsFromObjectsAfterRestart) {
   EXPECT_EQ(sa->epoch(), 2);
   EXPECT_EQ(sa->end_offset(), 400);
   EXPECT_EQ(sb->end_offset(), 100);
-  int gets_before = store_.gets.load();
+  uint64_t gets_before = store_.calls(objstore::Op::kGet);
   expect_readable(sa, a, 0, 400, 2000);
   expect_readable(sb, b, 0, 100, 100);
-  EXPECT_GT(store_.gets.load(), gets_before);
+  EXPECT_GT(store_.calls(objstore::Op::kGet), gets_before);
   expect_readable(sa, a, 123, 300, 2000);
   // Appends continue at the committed end.
   ASSERT_TRUE(append_sync(sa, 400, 1, payload_for(a, 400, 10)).ok());
@@ -172,13 +176,13 @@ TEST_F(EngineTest, CrashRecoveryReplaysTheWal) {
     Stream* s = *e->open_stream(id);
     for (int64_t i = 0; i < 50; ++i)
       ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 500)).ok());
-    store_.fail_puts = true;  // nothing can be uploaded: the WAL is the only copy
+    fail_writes(store_, true);  // nothing can be uploaded: the WAL is the only copy
     e->shutdown();
-    EXPECT_EQ(store_.inner.object_count(), 0u);
+    EXPECT_EQ(mem_.object_count(), 0u);
   }
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(options());  // recovery uploads the WAL's records
-  EXPECT_GT(store_.inner.object_count(), 0u);
+  EXPECT_GT(mem_.object_count(), 0u);
   Stream* s = *e->open_stream(id);
   EXPECT_EQ(s->end_offset(), 50);
   expect_readable(s, id, 0, 50, 500);
@@ -197,10 +201,10 @@ TEST_F(EngineTest, ObjectWalCrashRecovery) {
       ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 700)).ok());
     }
     // Data uploads fail from here: the records exist only in the WAL objects.
-    store_.fail_puts = true;
+    fail_writes(store_, true);
     e->shutdown();
   }
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(o);
   Stream* s = *e->open_stream(id);
   EXPECT_EQ(s->end_offset(), 40);
@@ -214,11 +218,11 @@ TEST_F(EngineTest, RecoveryFailsWhileTheStoreIsDownAndKeepsTheWal) {
     id = *e->create_stream({});
     Stream* s = *e->open_stream(id);
     for (int64_t i = 0; i < 10; ++i) ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50)).ok());
-    store_.fail_puts = true;
+    fail_writes(store_, true);
   }
   auto bad = Engine::open(options(), &store_, meta_.get());
   EXPECT_FALSE(bad.ok());
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   auto e = open(options());
   Stream* s = *e->open_stream(id);
   expect_readable(s, id, 0, 10, 50);
@@ -231,7 +235,7 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);
-  store_.fail_puts = true;
+  fail_writes(store_, true);
   Status last;
   int64_t off = 0;
   for (; off < 1000; ++off) {
@@ -246,7 +250,7 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
   EXPECT_TRUE(last.error().retryable);
   EXPECT_GT(e->stats().appends_refused, 0u);
   EXPECT_EQ(s->next_offset(), off);  // a refused append consumed no offset
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   Status ok;
   for (int i = 0; i < 2000; ++i) {
     auto r = append_sync(s, off, 1, payload_for(id, off, 64 << 10));
@@ -267,7 +271,7 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   auto e = open(o);
   int64_t id = *e->create_stream({});
   Stream* s = *e->open_stream(id);
-  store_.fail_puts = true;  // no upload, so no WAL trim
+  fail_writes(store_, true);  // no upload, so no WAL trim
   Status last;
   int64_t off = 0;
   for (; off < 200; ++off) {
@@ -280,7 +284,7 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   ASSERT_FALSE(last.ok());
   EXPECT_EQ(last.error().code, Errc::kUnavailable);
   EXPECT_EQ(s->next_offset(), off);
-  store_.fail_puts = false;
+  fail_writes(store_, false);
   Status ok;
   for (int i = 0; i < 2000; ++i) {
     auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
@@ -348,7 +352,7 @@ TEST_F(EngineTest, TrimThenGarbageCollectionDeletesObjects) {
   for (int64_t i = 0; i < 100; ++i)
     ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 1000)).ok());
   ASSERT_TRUE(e->flush().ok());
-  size_t before = store_.inner.object_count();
+  size_t before = mem_.object_count();
   ASSERT_GT(before, 0u);
   ASSERT_TRUE(s->trim(60).ok());
   EXPECT_EQ(s->start_offset(), 60);
@@ -357,7 +361,7 @@ TEST_F(EngineTest, TrimThenGarbageCollectionDeletesObjects) {
   ASSERT_TRUE(s->trim(100).ok());
   ASSERT_TRUE(e->compact_now().ok());  // marks: nothing above the start is left
   ASSERT_TRUE(e->compact_now().ok());  // deletes after the (zero) grace delay
-  EXPECT_EQ(store_.inner.object_count(), 0u);
+  EXPECT_EQ(mem_.object_count(), 0u);
   EXPECT_GT(e->stats().objects_deleted, 0u);
   ASSERT_TRUE(append_sync(s, 100, 1, payload_for(id, 100, 10)).ok());
   expect_readable(s, id, 100, 101, 10);
@@ -384,10 +388,10 @@ TEST_F(EngineTest, CompactionMergesStreamSetObjectsAndKeepsData) {
     }
     ASSERT_TRUE(e->flush().ok());
   }
-  size_t before = store_.inner.object_count();
+  size_t before = mem_.object_count();
   ASSERT_TRUE(e->compact_now().ok());
   ASSERT_TRUE(e->compact_now().ok());  // collect the replaced objects
-  size_t after = store_.inner.object_count();
+  size_t after = mem_.object_count();
   EXPECT_LT(after, before);
   e->shutdown();
   auto e2 = open(o);
@@ -441,7 +445,7 @@ TEST_F(EngineTest, DeleteStreamRemovesItsObjects) {
   EXPECT_EQ(e->open_stream(id).error().code, Errc::kNotFound);
   ASSERT_TRUE(e->compact_now().ok());
   ASSERT_TRUE(e->compact_now().ok());
-  EXPECT_EQ(store_.inner.object_count(), 0u);
+  EXPECT_EQ(mem_.object_count(), 0u);
 }
 
 TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
@@ -461,6 +465,70 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   EXPECT_FALSE(append_sync(s, 2, 1, "x").ok());
 }
 
+// A block holding many small streams becomes several stream-set objects, each small enough
+// for one PUT (written in parallel), instead of one multipart object.
+TEST_F(EngineTest, ManyStreamsBecomeSeveralSinglePutStreamSetObjects) {
+  auto o = options();
+  o.object_part_size = 64 << 10;  // stream-set objects of at most 128 KiB
+  o.upload_threshold = 4 << 20;
+  auto e = open(o);
+  std::vector<std::pair<int64_t, Stream*>> ss;
+  for (int i = 0; i < 300; ++i) {
+    int64_t id = *e->create_stream({});
+    ss.emplace_back(id, *e->open_stream(id));
+  }
+  for (int64_t off = 0; off < 2; ++off) {
+    for (auto& [id, s] : ss) ASSERT_TRUE(append_sync(s, off, 1, payload_for(id, off, 2000)).ok());
+  }
+  uint64_t puts = store_.calls(objstore::Op::kPut);
+  ASSERT_TRUE(e->flush().ok());
+  uint64_t objects = e->stats().objects_uploaded;
+  EXPECT_GE(objects, 5u);  // 300 × 4 KB = 1.2 MB of data in objects of ≤ 128 KiB
+  EXPECT_EQ(store_.calls(objstore::Op::kPut) - puts, objects);
+  EXPECT_EQ(store_.calls(objstore::Op::kCreateMultipart), 0u);
+  auto listed = objstore::list_sync(mem_, "");
+  ASSERT_TRUE(listed.ok());
+  for (auto& obj : *listed) EXPECT_LE(obj.size, 128u << 10) << obj.key;
+  e->shutdown();
+  auto e2 = open(o);
+  for (auto& [id, s] : ss) expect_readable(*e2->open_stream(id), id, 0, 2, 2000);
+}
+
+// A sequential cold reader with read-ahead fetches every data block at most once: the reader
+// waits for blocks that read-ahead has claimed instead of fetching them too.
+TEST_F(EngineTest, CatchUpReadFetchesEachBlockOnce) {
+  auto o = options();
+  o.block_cache_size = 16 << 20;  // holds the whole backlog
+  o.upload_threshold = 2 << 20;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    for (int64_t i = 0; i < 800; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 8000)).ok());
+    }
+    e->shutdown();
+  }
+  auto e = open(o);  // cold: nothing in the LogCache or the BlockCache
+  Stream* s = *e->open_stream(id);
+  uint64_t objects = 0, blocks = 0;
+  auto listed = objstore::list_sync(mem_, "");
+  ASSERT_TRUE(listed.ok());
+  for (auto& obj : *listed) {
+    ++objects;
+    blocks += obj.size / o.object_block_size + 1;
+  }
+  uint64_t gets = store_.calls(objstore::Op::kGet);
+  expect_readable(s, id, 0, 800, 8000);
+  uint64_t used = store_.calls(objstore::Op::kGet) - gets;
+  // At most: two index GETs per object, and one GET per block (fewer when runs are merged).
+  EXPECT_LE(used, 2 * objects + blocks);
+  // Read-ahead merges runs of blocks into 4 MiB GETs (12 GETs for ~400 blocks when written);
+  // an eighth leaves room for reads that stall while the window grows.
+  EXPECT_LE(used, 2 * objects + blocks / 8);
+}
+
 TEST_F(EngineTest, LargeObjectsUseMultipart) {
   auto o = options();
   o.object_part_size = 256 << 10;
@@ -470,9 +538,10 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
   Stream* s = *e->open_stream(id);
   for (int64_t i = 0; i < 40; ++i)
     ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50000)).ok());
-  int puts = store_.puts.load();
+  uint64_t puts = store_.calls(objstore::Op::kPut);
   ASSERT_TRUE(e->flush().ok());
-  EXPECT_EQ(store_.puts.load(), puts);  // parts go through the multipart API, not put()
+  EXPECT_EQ(store_.calls(objstore::Op::kPut),
+            puts);  // parts go through the multipart API, not put()
   EXPECT_GT(e->stats().object_puts, 1u);
   e->shutdown();
   auto e2 = open(o);
@@ -480,11 +549,10 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
 }
 
 // Random appends, reads, trims, flushes, compactions and restarts against an in-memory model.
-TEST_F(EngineTest, ModelBasedRandomOperations) {
-  std::mt19937_64 rng(12345);
-  auto o = options();
-  o.log_cache_size = 4 << 20;
-  o.upload_threshold = 256 << 10;
+// restart_per_mille: how many of 1000 operations are restarts (each reopens every stream).
+void EngineTest::run_model(const EngineOptions& o, int nstreams, int steps, uint64_t seed,
+                           int restart_per_mille) {
+  std::mt19937_64 rng(seed);
   struct Model {
     int64_t start = 0;
     int64_t end_ = 0;
@@ -494,7 +562,7 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
   std::map<int64_t, Model> model;
   auto e = open(o);
   std::map<int64_t, Stream*> open_streams;
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < nstreams; ++i) {
     int64_t id = *e->create_stream({});
     model[id];
     open_streams[id] = *e->open_stream(id);
@@ -502,21 +570,34 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
   auto size_of = [](int64_t id, int64_t base) {
     return static_cast<size_t>(50 + (id * 7 + base * 13) % 3000);
   };
-  for (int step = 0; step < 1500; ++step) {
-    int op = static_cast<int>(rng() % 100);
+  if (nstreams > 100) {
+    // One batch in every stream, then one upload: a LogCache block holding all the streams,
+    // which becomes several stream-set objects written in parallel.
+    for (auto& [id, m] : model) {
+      auto r = append_sync(open_streams[id], 0, 1, payload_for(id, 0, size_of(id, 0)));
+      ASSERT_TRUE(r.ok()) << r.error().to_string();
+      m.batches.push_back({0, 1});
+      m.end_ = 1;
+    }
+    uint64_t before = e->stats().objects_uploaded;
+    ASSERT_TRUE(e->flush().ok());
+    EXPECT_GT(e->stats().objects_uploaded, before + 1);
+  }
+  for (int step = 0; step < steps; ++step) {
+    int op = static_cast<int>(rng() % 1000);
     auto it = model.begin();
     std::advance(it, static_cast<long>(rng() % model.size()));
     int64_t id = it->first;
     Model& m = it->second;
     Stream* s = open_streams[id];
-    if (op < 60) {
+    if (op < 600) {
       uint32_t count = 1 + static_cast<uint32_t>(rng() % 5);
       int64_t base = m.end();
       auto r = append_sync(s, base, count, payload_for(id, base, size_of(id, base)));
       ASSERT_TRUE(r.ok()) << r.error().to_string();
       m.batches.push_back({base, count});
       m.end_ = base + count;
-    } else if (op < 85) {
+    } else if (op < 850) {
       if (m.end() == m.start) continue;
       int64_t at = m.start + static_cast<int64_t>(rng() % static_cast<uint64_t>(m.end() - m.start));
       auto r = read_sync(s, at, m.end(), 1 + rng() % 20000);
@@ -530,7 +611,7 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
         ASSERT_EQ(rec.payload.view(), payload_for(id, b->first, size_of(id, b->first)));
         ++b;
       }
-    } else if (op < 90) {
+    } else if (op < 900) {
       if (m.end() == m.start) continue;
       int64_t to =
           m.start + static_cast<int64_t>(rng() % static_cast<uint64_t>(m.end() - m.start + 1));
@@ -541,17 +622,17 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
       m.start = std::max(m.start, to);
       m.batches.erase(m.batches.begin(), std::lower_bound(m.batches.begin(), m.batches.end(),
                                                           std::make_pair(m.start, 0u)));
-    } else if (op < 94) {
+    } else if (op < 940) {
       ASSERT_TRUE(e->flush().ok());
-    } else if (op < 97) {
+    } else if (op < 1000 - restart_per_mille) {
       ASSERT_TRUE(e->compact_now().ok());
     } else {
       // Restart: either graceful, or "crash" with uploads failing so the WAL must recover.
       bool crash = rng() % 2 == 0;
-      if (crash) store_.fail_puts = true;
+      if (crash) fail_writes(store_, true);
       e->shutdown();
       e.reset();
-      store_.fail_puts = false;
+      fail_writes(store_, false);
       e = open(o);
       ASSERT_TRUE(e);
       for (auto& [sid, sm] : model) {
@@ -572,6 +653,23 @@ TEST_F(EngineTest, ModelBasedRandomOperations) {
     }
     EXPECT_EQ(pos, m.end() == 0 ? m.start : std::max(pos, m.start));
   }
+}
+
+TEST_F(EngineTest, ModelBasedRandomOperations) {
+  auto o = options();
+  o.log_cache_size = 4 << 20;
+  o.upload_threshold = 256 << 10;
+  run_model(o, 5, 1500, 12345, 30);
+}
+
+// 1,000 streams: uploads whose blocks span many streams (stream-set objects capped at one PUT,
+// written in parallel), compactions of many small stream-set objects, few restarts.
+TEST_F(EngineTest, ModelBasedRandomOperationsManyStreams) {
+  auto o = options();
+  o.log_cache_size = 16 << 20;
+  o.upload_threshold = 4 << 20;
+  o.object_part_size = 128 << 10;  // stream-set objects of at most 256 KiB
+  run_model(o, 1000, 1200, 777, 2);
 }
 
 }  // namespace

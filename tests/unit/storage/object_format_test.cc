@@ -51,6 +51,43 @@ TEST(ObjectFormat, RoundTripManyStreamsAndBlocks) {
   EXPECT_EQ(idx->find(9, 0), idx->blocks.size());
 }
 
+// A wrong size hint must not change the bytes: too small forces arena switches in the middle
+// of open blocks, too large leaves most of the arena unused.
+TEST(ObjectFormat, SizeHintDoesNotChangeTheObject) {
+  auto build = [](uint64_t hint) {
+    ObjectWriter w(4096, hint);
+    for (int64_t s = 1; s <= 5; ++s) {
+      for (int64_t off = 0; off < 60; off += 3) {
+        w.add(s, 2, off, 3, bytes(static_cast<int>(s * 77 + off), 500 + (off * 37) % 3000));
+      }
+      if (s == 3) w.add(s, 2, 60, 1, Buffer());  // an empty payload is a valid record
+    }
+    BufferChain c = w.finish();
+    EXPECT_EQ(c.size(), w.size());
+    return std::string(c.flatten().view());
+  };
+  std::string exact = build(0);
+  EXPECT_EQ(build(1), exact);
+  EXPECT_EQ(build(100), exact);
+  EXPECT_EQ(build(1 << 24), exact);
+  Buffer obj = Buffer::copy(exact);
+  auto idx = parse_object_index(obj, obj.size(), nullptr);
+  ASSERT_TRUE(idx.ok()) << idx.error().to_string();
+  size_t records = 0;
+  for (auto& b : idx->blocks) {
+    auto recs = parse_data_block(obj.slice(b.position, b.size));
+    ASSERT_TRUE(recs.ok()) << recs.error().to_string();
+    for (auto& r : *recs) {
+      if (r.payload.empty()) continue;
+      EXPECT_EQ(r.payload.view(), bytes(static_cast<int>(r.h.stream_id * 77 + r.h.base_offset),
+                                        500 + (r.h.base_offset * 37) % 3000)
+                                      .view());
+    }
+    records += recs->size();
+  }
+  EXPECT_EQ(records, 5u * 20 + 1);
+}
+
 TEST(ObjectFormat, SmallTailNeedsSecondRead) {
   ObjectWriter w(64);
   for (int64_t off = 0; off < 2000; ++off) w.add(1, 0, off, 1, bytes(1, 10));

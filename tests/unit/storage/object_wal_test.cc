@@ -4,12 +4,13 @@
 
 #include <future>
 
-#include "fault_store.h"
+#include "objstore/memory_store.h"
+#include "test_util.h"
 
 namespace shale::storage {
 namespace {
 
-using testing::FaultStore;
+using testing::fail_writes;
 
 ObjectWalOptions opts(int64_t epoch) {
   ObjectWalOptions o;
@@ -35,7 +36,8 @@ std::vector<Result<uint64_t>> append_all(ObjectWal& w, int from, int n) {
 }
 
 TEST(ObjectWal, BatchesRecoverInOrder) {
-  FaultStore store;
+  objstore::MemoryStore mem;
+  objstore::FaultInjectingStore store{mem};
   {
     auto w = std::move(ObjectWal::open(opts(1), &store)).value();
     ASSERT_TRUE(w->recover()->empty());
@@ -59,7 +61,8 @@ TEST(ObjectWal, BatchesRecoverInOrder) {
 }
 
 TEST(ObjectWal, NewOwnerFencesTheOldWriter) {
-  FaultStore store;
+  objstore::MemoryStore mem;
+  objstore::FaultInjectingStore store{mem};
   auto old = std::move(ObjectWal::open(opts(1), &store)).value();
   (void)old->recover();
   ASSERT_TRUE(old->reset().ok());
@@ -78,29 +81,31 @@ TEST(ObjectWal, NewOwnerFencesTheOldWriter) {
 }
 
 TEST(ObjectWal, TrimDeletesCoveredObjects) {
-  FaultStore store;
+  objstore::MemoryStore mem;
+  objstore::FaultInjectingStore store{mem};
   auto w = std::move(ObjectWal::open(opts(1), &store)).value();
   (void)w->recover();
   ASSERT_TRUE(w->reset().ok());
   auto r = append_all(*w, 0, 100);
-  size_t before = store.inner.object_count();
+  size_t before = mem.object_count();
   w->trim(*r.back());
-  for (int i = 0; i < 2000 && store.inner.object_count() > 1; ++i) {
+  for (int i = 0; i < 2000 && mem.object_count() > 1; ++i) {
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
   EXPECT_GT(before, 1u);
-  EXPECT_EQ(store.inner.object_count(), 1u);  // the reservation
+  EXPECT_EQ(mem.object_count(), 1u);  // the reservation
 }
 
 TEST(ObjectWal, FailedPutFailsTheWal) {
-  FaultStore store;
+  objstore::MemoryStore mem;
+  objstore::FaultInjectingStore store{mem};
   auto w = std::move(ObjectWal::open(opts(1), &store)).value();
   (void)w->recover();
   ASSERT_TRUE(w->reset().ok());
-  store.fail_puts = true;
+  fail_writes(store, true);
   auto r = append_all(*w, 0, 2);
   EXPECT_FALSE(r[0].ok());
-  store.fail_puts = false;
+  fail_writes(store, false);
   EXPECT_FALSE(append_all(*w, 2, 1)[0].ok());
 }
 

@@ -1,4 +1,5 @@
-// Helpers shared by the storage unit tests: temp directories and waiting for callbacks.
+// Helpers shared by the storage unit tests: temp directories, waiting for callbacks, and
+// switching object writes off on objstore's FaultInjectingStore.
 #pragma once
 
 #include <unistd.h>
@@ -10,6 +11,8 @@
 #include <future>
 #include <mutex>
 #include <string>
+
+#include "objstore/fault_injecting_store.h"
 
 namespace shale::storage::testing {
 
@@ -40,5 +43,17 @@ struct Waiter {
   }
   T get() { return f.get(); }
 };
+
+// While on, every object write (put, multipart start) fails with a retryable I/O error and
+// reaches nothing; off drops every fault of the store.
+inline void fail_writes(objstore::FaultInjectingStore& store, bool on) {
+  if (!on) {
+    store.clear();
+    return;
+  }
+  Error err = Error::make(Errc::kIoError, "injected write failure", true);
+  store.fail_randomly(objstore::Op::kPut, 1.0, 1, err);
+  store.fail_randomly(objstore::Op::kCreateMultipart, 1.0, 1, err);
+}
 
 }  // namespace shale::storage::testing
