@@ -1,6 +1,7 @@
 #include "objstore/posix_store.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <cstring>
 #include <map>
 #include <random>
+
+#include "base/log.h"
 
 namespace shale::objstore {
 namespace {
@@ -91,7 +94,41 @@ Result<std::unique_ptr<PosixStore>> PosixStore::open(const std::string& root,
   if (!S_ISDIR(st.st_mode)) {
     return Error::make(Errc::kInvalidArgument, "posix store root is not a directory: " + root);
   }
+  if (size_t n = s->sweep_temp_files(); n > 0) {
+    spdlog::info("posix store {}: removed {} temp files left by interrupted writes", root, n);
+  }
   return s;
+}
+
+size_t PosixStore::sweep_temp_files() {
+  std::vector<DirEntry> entries;
+  if (fs_->list_dir(tmp_dir(), &entries) < 0) return 0;
+  const int64_t now = static_cast<int64_t>(::time(nullptr));
+  const std::string own_prefix_tail = "-" + host_ + ".";
+  size_t removed = 0;
+  for (const auto& e : entries) {
+    if (e.is_dir) continue;
+    const std::string path = tmp_dir() + "/" + e.name;
+    // Names are <kind>-<host>.<pid>.<seq>.<salt> (unique_name); host has no '.'.
+    bool writer_gone = false;
+    if (size_t dash = e.name.find('-');
+        dash != std::string::npos &&
+        e.name.compare(dash, own_prefix_tail.size(), own_prefix_tail) == 0) {
+      const char* pid_text = e.name.c_str() + dash + own_prefix_tail.size();
+      char* end = nullptr;
+      long pid = std::strtol(pid_text, &end, 10);
+      if (end != pid_text && *end == '.' && pid > 0 && pid != getpid()) {
+        writer_gone = ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+      }
+    }
+    bool too_old = false;
+    if (!writer_gone && opts_.stale_temp_age_s > 0) {
+      struct stat st;
+      if (fs_->stat(path, &st) == 0) too_old = now - st.st_mtime > opts_.stale_temp_age_s;
+    }
+    if ((writer_gone || too_old) && fs_->unlink(path) == 0) ++removed;
+  }
+  return removed;
 }
 
 std::string PosixStore::unique_name(const char* kind) {

@@ -38,11 +38,16 @@ struct PosixStoreOptions {
   bool fsync = true;
   // The file layer; nullptr = the real one. Not owned; must outlive the store.
   PosixFs* fs = nullptr;
+  // open() removes temp files that a killed writer left behind: at once when the writer was a
+  // process on this host that no longer exists, otherwise once older than this (a writer on
+  // another host sharing the mount cannot be asked; no PUT takes this long). <= 0: never.
+  int64_t stale_temp_age_s = 3600;
 };
 
 class PosixStore final : public ObjectStore {
  public:
-  // Creates <root> and <root>/.shale-tmp if missing. Errors if root is not a writable directory.
+  // Creates <root> and <root>/.shale-tmp if missing, and sweeps stale temp files (see
+  // PosixStoreOptions::stale_temp_age_s). Errors if root is not a writable directory.
   static Result<std::unique_ptr<PosixStore>> open(const std::string& root,
                                                   PosixStoreOptions options = {});
   ~PosixStore() override;
@@ -61,6 +66,10 @@ class PosixStore final : public ObjectStore {
  private:
   friend class PosixMultipart;
   PosixStore(std::string root, PosixStoreOptions options);
+
+  // Removes stale temp files; returns how many. Failures to remove are ignored (the next open
+  // tries again): a leftover temp file costs space, never data.
+  size_t sweep_temp_files();
 
   Status do_put(const std::string& key, const BufferChain& data);
   Result<Buffer> do_get(const std::string& key, Range range);

@@ -6,6 +6,9 @@
 #include <fstream>
 #include <thread>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "objstore/posix_store.h"
 #include "test_util.h"
 
@@ -326,6 +329,42 @@ TEST(PosixStore, OpenRefusesRelativeRootAndFiles) {
   std::string file = dir.path() + "/f";
   { std::ofstream(file) << "x"; }
   EXPECT_FALSE(PosixStore::open(file).ok());
+}
+
+// A killed writer leaves its temp file in .shale-tmp; the next open removes it when the writer
+// was a process on this host that is gone, or once it is older than stale_temp_age_s.
+TEST(PosixStore, OpenSweepsStaleTempFiles) {
+  TempDir dir;
+  { auto s = open_store(dir.path()); }
+  char host[256] = {0};
+  ASSERT_EQ(gethostname(host, sizeof(host) - 1), 0);
+  for (char* p = host; *p; ++p) {
+    if (*p == '/' || *p == '.') *p = '_';
+  }
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(0);
+  ASSERT_EQ(waitpid(child, nullptr, 0), child);
+  const std::string tmp = dir.path() + "/.shale-tmp/";
+  auto touch = [&](const std::string& name) { std::ofstream(tmp + name) << "partial"; };
+  const std::string dead = "put-" + std::string(host) + "." + std::to_string(child) + ".1.ab";
+  const std::string mine = "put-" + std::string(host) + "." + std::to_string(getpid()) + ".1.ab";
+  touch(dead);
+  touch(mine);
+  touch("put-otherhost.123.1.ab");
+  touch("put-otherhost.456.1.ab");
+  auto old = std::filesystem::file_time_type::clock::now() - std::chrono::hours(2);
+  std::filesystem::last_write_time(tmp + "put-otherhost.456.1.ab", old);
+
+  auto s = open_store(dir.path());
+  EXPECT_FALSE(std::filesystem::exists(tmp + dead));
+  EXPECT_TRUE(std::filesystem::exists(tmp + mine));
+  EXPECT_TRUE(std::filesystem::exists(tmp + "put-otherhost.123.1.ab"));
+  EXPECT_FALSE(std::filesystem::exists(tmp + "put-otherhost.456.1.ab"));
+  // The sweep never touches published objects.
+  ASSERT_TRUE(put_sync(*s, "k/1", chain("v")).ok());
+  auto s2 = open_store(dir.path());
+  EXPECT_TRUE(get_sync(*s2, "k/1").ok());
 }
 
 }  // namespace
