@@ -107,7 +107,6 @@ size_t PosixStore::sweep_temp_files() {
   const std::string own_prefix_tail = "-" + host_ + ".";
   size_t removed = 0;
   for (const auto& e : entries) {
-    if (e.is_dir) continue;
     const std::string path = tmp_dir() + "/" + e.name;
     // Names are <kind>-<host>.<pid>.<seq>.<salt> (unique_name); host has no '.'.
     bool writer_gone = false;
@@ -126,7 +125,16 @@ size_t PosixStore::sweep_temp_files() {
       struct stat st;
       if (fs_->stat(path, &st) == 0) too_old = now - st.st_mtime > opts_.stale_temp_age_s;
     }
-    if ((writer_gone || too_old) && fs_->unlink(path) == 0) ++removed;
+    if (!writer_gone && !too_old) continue;
+    if (e.is_dir) {
+      // An interrupted multipart upload: its parts, then the directory.
+      std::vector<DirEntry> parts;
+      if (fs_->list_dir(path, &parts) < 0) continue;
+      for (const auto& part : parts) fs_->unlink(path + "/" + part.name);
+      if (fs_->rmdir(path) == 0) ++removed;
+    } else if (fs_->unlink(path) == 0) {
+      ++removed;
+    }
   }
   return removed;
 }

@@ -350,6 +350,9 @@ TEST(PosixStore, OpenSweepsStaleTempFiles) {
   const std::string dead = "put-" + std::string(host) + "." + std::to_string(child) + ".1.ab";
   const std::string mine = "put-" + std::string(host) + "." + std::to_string(getpid()) + ".1.ab";
   touch(dead);
+  const std::string dead_mpu = "mpu-" + std::string(host) + "." + std::to_string(child) + ".2.ab";
+  std::filesystem::create_directory(tmp + dead_mpu);
+  touch(dead_mpu + "/1");
   touch(mine);
   touch("put-otherhost.123.1.ab");
   touch("put-otherhost.456.1.ab");
@@ -358,6 +361,7 @@ TEST(PosixStore, OpenSweepsStaleTempFiles) {
 
   auto s = open_store(dir.path());
   EXPECT_FALSE(std::filesystem::exists(tmp + dead));
+  EXPECT_FALSE(std::filesystem::exists(tmp + dead_mpu));
   EXPECT_TRUE(std::filesystem::exists(tmp + mine));
   EXPECT_TRUE(std::filesystem::exists(tmp + "put-otherhost.123.1.ab"));
   EXPECT_FALSE(std::filesystem::exists(tmp + "put-otherhost.456.1.ab"));
