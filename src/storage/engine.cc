@@ -75,10 +75,14 @@ void StreamImpl::on_failed() {
   if (--pending_ == 0) idle_cv_.notify_all();
 }
 
-void StreamImpl::fence(const char* why) {
+void StreamImpl::fence(const char* why, bool expected) {
   std::lock_guard lk(mu_);
   if (state_ == State::kOpen || state_ == State::kClosing) {
-    SPDLOG_WARN("stream {} epoch {} fenced: {}", id_, epoch_, why);
+    if (expected) {
+      SPDLOG_DEBUG("stream {} epoch {} fenced: {}", id_, epoch_, why);
+    } else {
+      SPDLOG_WARN("stream {} epoch {} fenced: {}", id_, epoch_, why);
+    }
     state_ = State::kFenced;
   }
   idle_cv_.notify_all();
@@ -522,7 +526,7 @@ Status EngineImpl::delete_stream(int64_t id) {
   {
     std::lock_guard lk(mu_);
     auto it = streams_.find(id);
-    if (it != streams_.end()) it->second->fence("deleted");
+    if (it != streams_.end()) it->second->fence("deleted", true);
   }
   meta::Txn t;
   t.ops.push_back(meta::Op::del(keys_.stream(id)));

@@ -52,7 +52,8 @@ class StreamImpl final : public Stream {
   enum class State { kOpen, kClosing, kClosed, kFenced };
   void on_durable(int64_t end);
   void on_failed();
-  void fence(const char* why);
+  // expected: the owner itself deleted the stream, which is no warning.
+  void fence(const char* why, bool expected = false);
   void mark_closed();
   bool wait_idle();  // waits for in-flight appends; false if fenced meanwhile
   State state() const {
