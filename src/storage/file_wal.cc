@@ -243,9 +243,8 @@ Status FileWal::reset() {
   write_pos_ = acked_end_ = acked_rec_end_ = start;
   acked_.clear();
   writable_ = true;
-  if (!thread_.joinable()) {
-    thread_ = std::thread([this] { run(); });
-    for (uint32_t i = 0; i < inflight_limit_; ++i) writers_.emplace_back([this] { writer(); });
+  if (workers_.empty()) {
+    for (uint32_t i = 0; i < inflight_limit_; ++i) workers_.emplace_back([this] { worker(); });
   }
   return ok_status();
 }
@@ -291,83 +290,63 @@ void FileWal::shutdown() {
     stop_ = true;
   }
   cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-  {
-    std::lock_guard lk(mu_);
-    writers_stop_ = true;
-  }
-  writer_cv_.notify_all();
-  for (auto& t : writers_) t.join();
-  writers_.clear();
+  for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
-void FileWal::writer() {
+Status FileWal::write_block(Block* b, void* scratch) {
+  auto* buf = static_cast<AlignedBuf*>(scratch);
+  uint8_t* p = buf->get(b->span);
+  if (!p) return Error::make(Errc::kNoSpace, "out of memory");
+  uint8_t* w = p + kBlockHeader;
+  uint64_t o = b->at + kBlockHeader;
+  for (auto& r : b->recs) {
+    uint32_t len = static_cast<uint32_t>(r.head.size() + r.body.size());
+    std::memcpy(w + kRecordHeader, r.head.data(), r.head.size());
+    std::memcpy(w + kRecordHeader + r.head.size(), r.body.data(), r.body.size());
+    be::store32(w, kRecordMagic);
+    be::store32(w + 4, len);
+    be::store64(w + 8, o + kRecordHeader);
+    be::store32(w + 16, crc32c::value(w + kRecordHeader, len));
+    be::store32(w + 20, crc32c::value(w, 20));
+    o += kRecordHeader + len;
+    w += kRecordHeader + len;
+  }
+  be::store32(p, kBlockMagic);
+  be::store32(p + 4, static_cast<uint32_t>(b->recs.size()));
+  be::store32(p + 8, static_cast<uint32_t>(b->records));
+  be::store64(p + 12, b->at);
+  be::store64(p + 20, b->prev_end);
+  be::store32(p + 28, crc32c::value(p, 28));
+  std::memset(w, 0, b->span - kBlockHeader - b->records);
+  SHALE_TRY(file_->write_at(p, b->span, kHeaderArea + b->at % ring_));
+  if (!opts_.direct_io) SHALE_TRY(file_->sync());
+  return ok_status();
+}
+
+// Every worker does whatever is due, in this priority: acknowledge the completed head of the
+// in-flight list (one worker at a time, so callbacks keep append order), persist a trim (one at
+// a time), fail what is queued after a failure, or take the queue as the next block and write
+// it. The worker that finishes a write acknowledges it itself when it is the head, so the
+// common path has one thread hand-off: the appender waking a worker.
+void FileWal::worker() {
   AlignedBuf buf;
   std::unique_lock lk(mu_);
   while (true) {
-    writer_cv_.wait(lk, [&] { return writers_stop_ || !jobs_.empty(); });
-    if (jobs_.empty()) break;
-    Block* b = jobs_.front();
-    jobs_.pop_front();
-    lk.unlock();
-    // The block is ours until done is set: the WAL thread does not touch it before then.
-    uint8_t* p = buf.get(b->span);
-    Status st = p ? ok_status() : Status(Error::make(Errc::kNoSpace, "out of memory"));
-    if (st.ok()) {
-      uint8_t* w = p + kBlockHeader;
-      uint64_t o = b->at + kBlockHeader;
-      for (auto& r : b->recs) {
-        uint32_t len = static_cast<uint32_t>(r.head.size() + r.body.size());
-        std::memcpy(w + kRecordHeader, r.head.data(), r.head.size());
-        std::memcpy(w + kRecordHeader + r.head.size(), r.body.data(), r.body.size());
-        be::store32(w, kRecordMagic);
-        be::store32(w + 4, len);
-        be::store64(w + 8, o + kRecordHeader);
-        be::store32(w + 16, crc32c::value(w + kRecordHeader, len));
-        be::store32(w + 20, crc32c::value(w, 20));
-        o += kRecordHeader + len;
-        w += kRecordHeader + len;
-      }
-      be::store32(p, kBlockMagic);
-      be::store32(p + 4, static_cast<uint32_t>(b->recs.size()));
-      be::store32(p + 8, static_cast<uint32_t>(b->records));
-      be::store64(p + 12, b->at);
-      be::store64(p + 20, b->prev_end);
-      be::store32(p + 28, crc32c::value(p, 28));
-      std::memset(w, 0, b->span - kBlockHeader - b->records);
-      st = file_->write_at(p, b->span, kHeaderArea + b->at % ring_);
-      if (st.ok() && !opts_.direct_io) st = file_->sync();
-    }
-    lk.lock();
-    b->done = true;
-    if (!st.ok()) {
-      if (!failed_) {
-        failed_ = true;
-        fail_error_ = Error::make(Errc::kIoError, "WAL write failed: " + st.error().message);
-        SPDLOG_ERROR("wal {}: {}", opts_.path, fail_error_.message);
-      }
-      fail_at_ = std::min(fail_at_, b->at);
-      b->st = std::move(st);
-    }
-    cv_.notify_all();
-  }
-}
-
-void FileWal::run() {
-  std::unique_lock lk(mu_);
-  bool blocked = false;  // the next block does not fit until a trim frees space
-  while (true) {
     cv_.wait(lk, [&] {
-      bool head_done = !inflight_.empty() && inflight_.front()->done;
-      bool trim = trim_req_ > durable_trim_ && !failed_;
-      bool dispatch = !queue_.empty() && !failed_ && !blocked && inflight_.size() < inflight_limit_;
-      bool drain = !queue_.empty() && (failed_ || (blocked && stop_)) && inflight_.empty();
-      bool finished = stop_ && queue_.empty() && inflight_.empty();
-      return head_done || trim || dispatch || drain || finished;
+      bool ack = !acking_ && !inflight_.empty() && inflight_.front()->done;
+      bool trim = !trimming_ && trim_req_ > durable_trim_ && !failed_;
+      bool dispatch =
+          !queue_.empty() && !failed_ && !blocked_ && inflight_.size() < inflight_limit_;
+      bool drain =
+          !queue_.empty() && (failed_ || (blocked_ && stop_)) && inflight_.empty() && !acking_;
+      bool finished = stop_ && queue_.empty() && inflight_.empty() && !acking_;
+      return ack || trim || dispatch || drain || finished;
     });
-    if (!inflight_.empty() && inflight_.front()->done) {
+    if (!acking_ && !inflight_.empty() && inflight_.front()->done) {
       // Acknowledge completed blocks strictly in position order: a block that finished early
       // waits for every block before it.
+      acking_ = true;
       std::vector<std::unique_ptr<Block>> ready;
       std::vector<bool> ok;
       while (!inflight_.empty() && inflight_.front()->done) {
@@ -397,9 +376,14 @@ void FileWal::run() {
       }
       ready.clear();
       lk.lock();
+      acking_ = false;
+      // Blocks that completed meanwhile are picked up by this loop; wake others only for
+      // states that need every worker to look (shutdown, draining after a failure).
+      if (stop_ || failed_) cv_.notify_all();
       continue;
     }
-    if (trim_req_ > durable_trim_ && !failed_) {
+    if (!trimming_ && trim_req_ > durable_trim_ && !failed_) {
+      trimming_ = true;
       uint64_t t = trim_req_;
       while (!acked_.empty() && acked_.front().rec_end <= t) acked_.pop_front();
       // Recovery must start at a block boundary: the block holding the first untrimmed record,
@@ -408,24 +392,23 @@ void FileWal::run() {
       lk.unlock();
       Status st = write_header(t, scan);
       lk.lock();
+      trimming_ = false;
       if (st.ok()) {
         durable_trim_ = t;
         durable_scan_ = scan;
-        blocked = false;
+        blocked_ = false;
       } else {
         failed_ = true;
         fail_at_ = std::min(fail_at_, write_pos_);
         fail_error_ = Error::make(Errc::kIoError, "WAL header write failed: " + st.error().message);
         SPDLOG_ERROR("wal {}: {}", opts_.path, fail_error_.message);
       }
+      cv_.notify_all();  // rare: unblocks dispatch for every idle worker
       continue;
     }
-    if (queue_.empty()) {
-      if (stop_ && inflight_.empty()) break;
-      continue;
-    }
-    if (failed_ || (blocked && stop_)) {
-      if (!inflight_.empty()) continue;  // earlier records complete first, in order
+    if (!queue_.empty() && (failed_ || (blocked_ && stop_))) {
+      if (!inflight_.empty() || acking_) continue;  // earlier records complete first, in order
+      acking_ = true;
       std::deque<Pending> batch;
       batch.swap(queue_);
       queued_bytes_ = 0;
@@ -434,45 +417,65 @@ void FileWal::run() {
       for (auto& p : batch) p.done(e);
       batch.clear();
       lk.lock();
+      acking_ = false;
+      cv_.notify_all();
       continue;
     }
-    if (blocked || inflight_.size() >= inflight_limit_) continue;
-    // Take as many queued records as fit in one write (at least one).
-    uint64_t total = 0;
-    size_t n = 0;
-    for (auto& p : queue_) {
-      uint64_t sz = kRecordHeader + p.head.size() + p.body.size();
-      if (n > 0 && kBlockHeader + total + sz > opts_.max_write) break;
-      total += sz;
-      ++n;
-    }
-    uint64_t span = align_up(kBlockHeader + total, kAlign);
-    uint64_t at = write_pos_;
-    if (at % ring_ + span > ring_) at = (at / ring_ + 1) * ring_;
-    if (at + span - durable_scan_ > ring_) {
-      blocked = true;  // wait for the engine's next trim
+    if (!queue_.empty() && !failed_ && !blocked_ && inflight_.size() < inflight_limit_) {
+      // Take as many queued records as fit in one write (at least one).
+      uint64_t total = 0;
+      size_t n = 0;
+      for (auto& p : queue_) {
+        uint64_t sz = kRecordHeader + p.head.size() + p.body.size();
+        if (n > 0 && kBlockHeader + total + sz > opts_.max_write) break;
+        total += sz;
+        ++n;
+      }
+      uint64_t span = align_up(kBlockHeader + total, kAlign);
+      uint64_t at = write_pos_;
+      if (at % ring_ + span > ring_) at = (at / ring_ + 1) * ring_;
+      if (at + span - durable_scan_ > ring_) {
+        blocked_ = true;  // wait for the engine's next trim
+        continue;
+      }
+      auto owned = std::make_unique<Block>();
+      Block* b = owned.get();
+      b->at = at;
+      b->prev_end = write_pos_;
+      b->records = total;
+      b->span = span;
+      b->recs.reserve(n);
+      uint64_t o = at + kBlockHeader;
+      for (size_t i = 0; i < n; ++i) {
+        Pending& p = queue_.front();
+        o += kRecordHeader + p.head.size() + p.body.size();
+        p.end = o;
+        b->recs.push_back(std::move(p));
+        queue_.pop_front();
+      }
+      queued_bytes_ -= total;
+      write_pos_ = at + span;
+      inflight_.push_back(std::move(owned));
+      lk.unlock();
+      // The block is this worker's until done is set: nobody else touches it before then.
+      Status st = write_block(b, &buf);
+      lk.lock();
+      b->done = true;
+      if (!st.ok()) {
+        if (!failed_) {
+          failed_ = true;
+          fail_error_ = Error::make(Errc::kIoError, "WAL write failed: " + st.error().message);
+          SPDLOG_ERROR("wal {}: {}", opts_.path, fail_error_.message);
+        }
+        fail_at_ = std::min(fail_at_, b->at);
+        b->st = std::move(st);
+        cv_.notify_all();
+      }
       continue;
     }
-    auto b = std::make_unique<Block>();
-    b->at = at;
-    b->prev_end = write_pos_;
-    b->records = total;
-    b->span = span;
-    b->recs.reserve(n);
-    uint64_t o = at + kBlockHeader;
-    for (size_t i = 0; i < n; ++i) {
-      Pending& p = queue_.front();
-      o += kRecordHeader + p.head.size() + p.body.size();
-      p.end = o;
-      b->recs.push_back(std::move(p));
-      queue_.pop_front();
-    }
-    queued_bytes_ -= total;
-    write_pos_ = at + span;
-    jobs_.push_back(b.get());
-    inflight_.push_back(std::move(b));
-    writer_cv_.notify_one();
+    if (stop_ && queue_.empty() && inflight_.empty() && !acking_) break;
   }
+  cv_.notify_all();  // the others see the same finished state
 }
 
 }  // namespace shale::storage

@@ -102,8 +102,9 @@ class FileWal final : public Wal {
   explicit FileWal(FileWalOptions opts);
   Status load_header();
   Status write_header(uint64_t trim, uint64_t scan);
-  void run();
-  void writer();
+  void worker();
+  // Encodes b into the aligned scratch buffer (an AlignedBuf) and writes it durably.
+  Status write_block(Block* b, void* scratch);
 
   FileWalOptions opts_;
   uint64_t ring_ = 0;
@@ -112,12 +113,10 @@ class FileWal final : public Wal {
   uint64_t header_seq_ = 0;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;         // wakes the WAL thread
-  std::condition_variable writer_cv_;  // wakes writer threads
+  std::condition_variable cv_;  // wakes idle workers
   std::deque<Pending> queue_;
   uint64_t queued_bytes_ = 0;
   std::deque<std::unique_ptr<Block>> inflight_;  // in position order
-  std::deque<Block*> jobs_;                      // dispatched, not yet taken by a writer
   std::deque<Acked> acked_;                      // acknowledged blocks not yet trimmed away
   uint64_t acked_end_ = 0;                       // end (at + span) of the last acknowledged block
   uint64_t acked_rec_end_ = 0;                   // end of the last acknowledged record
@@ -127,13 +126,14 @@ class FileWal final : public Wal {
   uint64_t trim_req_ = 0;      // highest trim asked for
   bool writable_ = false;      // after reset()
   bool stop_ = false;
-  bool writers_stop_ = false;
+  bool blocked_ = false;   // the next block does not fit until a trim frees space
+  bool acking_ = false;    // a worker is running callbacks (one at a time keeps them in order)
+  bool trimming_ = false;  // a worker is writing the header
   bool failed_ = false;
   uint64_t fail_at_ = UINT64_MAX;  // position of the first failed block: it and later ones fail
   Error fail_error_;
   WalStats stats_;
-  std::thread thread_;
-  std::vector<std::thread> writers_;
+  std::vector<std::thread> workers_;
 };
 
 }  // namespace shale::storage
