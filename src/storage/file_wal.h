@@ -9,16 +9,16 @@
 // + 24); padding to the 4 KiB boundary is zero. A block never wraps: it moves to the next ring
 // cycle instead.
 //
-// Several writes in flight: the WAL thread (dispatcher) takes everything queued (up to
-// max_write) into a block, assigns it the next ring position and hands it to one of
-// `max_inflight` writer threads, which encode it and write it (O_DIRECT|O_DSYNC: durable when
-// pwrite returns). Blocks complete in any order; the WAL thread acknowledges them strictly in
-// position order, so an append's callback runs only after it and every earlier record is
-// durable. Batches adapt to load: a block is dispatched as soon as a writer is free, so light
-// load gives one record per write (latency) and heavy load, with every writer busy, lets the
-// queue grow into large blocks (throughput). In the buffered fallback (write + fdatasync, used
-// where O_DIRECT is refused, e.g. NFS) one write is in flight: concurrent fdatasyncs on one file
-// can each miss the other's writeback error.
+// Several writes in flight: `max_inflight` worker threads share the queue. An idle worker
+// takes everything queued (up to max_write) as a block, assigns it the next ring position,
+// encodes and writes it (O_DIRECT|O_DSYNC: durable when pwrite returns). Blocks complete in any
+// order; they are acknowledged strictly in position order, by whichever worker finds the head
+// of the in-flight list done (one at a time), so an append's callback runs only after it and
+// every earlier record is durable. Batches adapt to load: a block starts as soon as a worker is
+// free, so light load gives one record per write (latency) and heavy load, with every worker
+// busy, lets the queue grow into large blocks (throughput). In the buffered fallback (write +
+// fdatasync, used where O_DIRECT is refused, e.g. NFS) one write is in flight: concurrent
+// fdatasyncs on one file can each miss the other's writeback error.
 //
 // Recovery reads block by block from the persisted scan start and stops at the first block
 // that is missing, torn or corrupt — a later block that happens to be durable is never
@@ -28,9 +28,9 @@
 // current position as its predecessor's end, so a torn block before a wrapped one is a gap.
 // Trim: the header (trim offset, and the start of the block holding the first untrimmed record,
 // where recovery scans from) is written and made durable by the WAL thread before any space it
-// frees is reused. Threads: the WAL thread owns the queue order, completions and header
-// writes; writer threads only encode and write the block they were given. All shared state is
-// under mu_.
+// frees is reused. Threads: the workers; one at a time runs callbacks (acking_) and one at a
+// time writes the header (trimming_); a block being written belongs to its worker until done.
+// All shared state is under mu_.
 #pragma once
 
 #include <condition_variable>
