@@ -27,7 +27,7 @@
 // record in it is intact; a block at the start of the next ring cycle must also name the
 // current position as its predecessor's end, so a torn block before a wrapped one is a gap.
 // Trim: the header (trim offset, and the start of the block holding the first untrimmed record,
-// where recovery scans from) is written and made durable by the WAL thread before any space it
+// where recovery scans from) is written and made durable by a WAL worker before any space it
 // frees is reused. Threads: the workers; one at a time runs callbacks (acking_) and one at a
 // time writes the header (trimming_); a block being written belongs to its worker until done.
 // All shared state is under mu_.
