@@ -2,15 +2,18 @@
 //   1. FileWal alone: 64 KiB appends, many in flight — MiB/s, writes/s (buffered+fdatasync vs
 //      O_DIRECT|O_DSYNC).
 //   2. Engine: 64 KiB appends over 16 and 1280 streams — MiB/s; object PUTs per 8 MiB uploaded.
-//   3. Engine: p50/p99/p99.9 append latency at a fixed 100 MiB/s.
-//   4. Catch-up read: sequential read of a cold stream from objects (memory store, and a store
+//   3. Engine: p50/p99/p99.9 append latency at a fixed 50 and 100 MiB/s.
+//   4. FileWal alone with 1..8 writes in flight (warm ring): MiB/s, and append latency at a
+//      fixed rate (`--wal` runs only these; `--only S` runs those whose name contains S).
+//   5. Catch-up read: sequential read of a cold stream from objects (memory store, and a store
 //      that adds 10 ms per GET), MiB/s and GETs.
-//   5. Catch-up read from the POSIX store (a real directory in --dir, page cache dropped when
+//   6. Catch-up read from the POSIX store (a real directory in --dir, page cache dropped when
 //      the kernel lets us), MiB/s.
-//   6. Three staggered readers of one cold backlog (POSIX store, block cache smaller than the
+//   7. Three staggered readers of one cold backlog (POSIX store, block cache smaller than the
 //      backlog): object GETs per data block, against one reader alone.
 // The WAL file lives in --dir (default: build/bench-data); use a real disk, not tmpfs.
 #include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "base/clock.h"
 #include "base/log.h"
@@ -88,6 +92,133 @@ void bench_wal(const std::string& dir, bool direct, double seconds) {
       st.writes / s, static_cast<double>(done.load()) / std::max<uint64_t>(1, st.writes));
   (*w)->shutdown();
   std::filesystem::remove(path);
+}
+
+// A WAL file whose ring has been written once, as on a broker that has run for a while: the
+// first pass over fallocate'd (unwritten) extents costs a metadata update per O_DSYNC write.
+std::string warm_wal_file(const std::string& dir, uint64_t capacity) {
+  std::string path = dir + "/wal-warm";
+  if (std::filesystem::exists(path) && std::filesystem::file_size(path) == capacity) return path;
+  std::filesystem::remove(path);
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return path;
+  std::vector<char> zeros(4 * kMiB, 0);
+  for (uint64_t w = 0; w < capacity; w += zeros.size())
+    std::fwrite(zeros.data(), 1, zeros.size(), f);
+  std::fflush(f);
+  fdatasync(fileno(f));
+  std::fclose(f);
+  return path;
+}
+
+std::unique_ptr<FileWal> open_bench_wal(const std::string& dir, uint32_t inflight) {
+  FileWalOptions o;
+  o.path = warm_wal_file(dir, 1 * kGiB);
+  o.capacity = 1 * kGiB;
+  o.direct_io = true;
+  o.max_write = 4 * kMiB;
+  o.max_inflight = inflight;
+  auto w = FileWal::open(o);
+  if (!w.ok()) {
+    std::printf("wal open: %s\n", w.error().to_string().c_str());
+    return nullptr;
+  }
+  (void)(*w)->recover();
+  (void)(*w)->reset();
+  return std::move(w).value();
+}
+
+// FileWal throughput with `inflight` writes in flight (O_DIRECT|O_DSYNC, warm ring), 64 KiB
+// appends with up to 256 appends outstanding.
+void bench_wal_inflight(const std::string& dir, uint32_t inflight, double seconds) {
+  auto w = open_bench_wal(dir, inflight);
+  if (!w) return;
+  Buffer head = Buffer::copy(std::string(33, 'h'));
+  Buffer body = Buffer::copy(std::string(64 * 1024 - 33, 'x'));
+  std::atomic<int64_t> outstanding{0};
+  std::atomic<uint64_t> done{0};
+  std::atomic<uint64_t> last_end{0};
+  int64_t t0 = clock::mono_ns();
+  while (secs_since(t0) < seconds) {
+    if (outstanding.load() >= 256) {
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+      continue;
+    }
+    ++outstanding;
+    Status st = w->append(head, body, [&](Result<uint64_t> r) {
+      if (r.ok()) last_end = *r;
+      ++done;
+      --outstanding;
+    });
+    if (!st.ok()) {
+      --outstanding;
+      w->trim(last_end.load());
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    } else if (done.load() % 256 == 0) {
+      w->trim(last_end.load());
+    }
+  }
+  while (outstanding.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  double s = secs_since(t0);
+  auto st = w->stats();
+  std::printf(
+      "wal O_DIRECT, %u in flight, warm, 64 KiB appends: %8.1f MiB/s  %6.0f writes/s  %.1f "
+      "appends/write\n",
+      w->max_inflight(), done.load() * 64.0 / 1024 / s, st.writes / s,
+      static_cast<double>(done.load()) / std::max<uint64_t>(1, st.writes));
+  w->shutdown();
+}
+
+// FileWal append latency (append call to callback) at a fixed rate of 64 KiB appends.
+void bench_wal_latency(const std::string& dir, double mib_per_s, uint32_t inflight,
+                       double seconds) {
+  auto w = open_bench_wal(dir, inflight);
+  if (!w) return;
+  Buffer head = Buffer::copy(std::string(33, 'h'));
+  Buffer body = Buffer::copy(std::string(64 * 1024 - 33, 'x'));
+  double per_s = mib_per_s * 16;
+  std::mutex mu;
+  std::vector<double> lat_us;
+  std::atomic<int64_t> outstanding{0};
+  std::atomic<uint64_t> last_end{0};
+  int64_t t0 = clock::mono_ns();
+  int64_t n = 0;
+  while (secs_since(t0) < seconds) {
+    int64_t due = t0 + static_cast<int64_t>(n / per_s * 1e9);
+    int64_t now = clock::mono_ns();
+    if (now < due) {
+      std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(due - now, 200000)));
+      continue;
+    }
+    ++n;
+    int64_t start = clock::mono_ns();
+    ++outstanding;
+    Status st = w->append(head, body, [&, start](Result<uint64_t> r) {
+      if (r.ok()) {
+        last_end = *r;
+        std::lock_guard lk(mu);
+        lat_us.push_back((clock::mono_ns() - start) / 1000.0);
+      }
+      --outstanding;
+    });
+    if (!st.ok()) --outstanding;
+    if (n % 64 == 0) w->trim(last_end.load());
+  }
+  while (outstanding.load() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  auto stats = w->stats();
+  w->shutdown();
+  std::sort(lat_us.begin(), lat_us.end());
+  auto pct = [&](double p) {
+    return lat_us.empty()
+               ? 0.0
+               : lat_us[std::min(lat_us.size() - 1, static_cast<size_t>(p * lat_us.size()))];
+  };
+  std::printf(
+      "wal latency at %.0f MiB/s (64 KiB, %u in flight, %zu appends, %.1f appends/write): p50 "
+      "%.2f ms  p99 %.2f ms  p99.9 %.2f ms  max %.2f ms\n",
+      mib_per_s, w->max_inflight(), lat_us.size(),
+      static_cast<double>(lat_us.size()) / std::max<uint64_t>(1, stats.writes), pct(0.5) / 1000,
+      pct(0.99) / 1000, pct(0.999) / 1000, lat_us.empty() ? 0.0 : lat_us.back() / 1000);
 }
 
 EngineOptions engine_opts(const std::string& dir, const std::string& name) {
@@ -403,11 +534,13 @@ int main(int argc, char** argv) {
   std::string dir = "build/bench-data";
   bool quick = false;
   std::string only;  // run only the benchmarks whose name contains this (wal, streams, ...)
+  bool wal_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--dir" && i + 1 < argc) dir = argv[++i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--quick") quick = true;
+    if (a == "--wal") wal_only = true;  // only the FileWal figures, in more detail
   }
   auto want = [&](const char* name) {
     return only.empty() || std::string(name).find(only) != std::string::npos;
@@ -415,10 +548,26 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   dir = std::filesystem::absolute(dir).string();  // the POSIX store wants an absolute root
   double secs = quick ? 1.5 : 5;
+  if (wal_only) {
+    for (uint32_t n : {1u, 2u, 4u, 8u}) bench_wal_inflight(dir, n, secs);
+    for (double rate : {50.0, 100.0}) {
+      for (uint32_t n : {1u, 4u}) bench_wal_latency(dir, rate, n, secs * 2);
+    }
+    std::filesystem::remove(dir + "/wal-warm");
+    return 0;
+  }
   if (want("wal")) bench_wal(dir, false, secs);
   if (want("wal")) bench_wal(dir, true, secs);
+  if (want("wal-inflight")) {
+    for (uint32_t n : {1u, 4u}) bench_wal_inflight(dir, n, secs);
+  }
+  if (want("wal-latency")) {
+    for (uint32_t n : {1u, 4u}) bench_wal_latency(dir, 100, n, secs * 2);
+  }
+  std::filesystem::remove(dir + "/wal-warm");
   if (want("streams16")) bench_engine_streams(dir, 16, secs);
   if (want("streams1280")) bench_engine_streams(dir, 1280, secs);
+  if (want("latency")) bench_latency(dir, 50, secs);
   if (want("latency")) bench_latency(dir, 100, secs);
   if (want("catchup")) bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 0);
   if (want("catchup")) bench_catchup(dir, quick ? 64 * kMiB : 256 * kMiB, 10);

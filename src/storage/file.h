@@ -2,8 +2,9 @@
 // can inject torn writes, ENOSPC and fsync failures (tests/unit/storage/fault_fs.h), after
 // LevelDB's Env. The POSIX implementation uses plain pread/pwrite/fdatasync (no mmap), so it
 // works on local disks and NFS alike.
-// Threading: a File may be used from one thread at a time (the WAL thread); FileSystem methods
-// are thread-safe.
+// Threading: write_at/read_at may run on several threads at once (pread/pwrite carry their own
+// offsets; the WAL's writer threads write disjoint ranges); sync is called by one thread at a
+// time. FileSystem methods are thread-safe.
 #pragma once
 
 #include <cstdint>

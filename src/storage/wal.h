@@ -4,10 +4,12 @@
 // WAL offset; `end` of a record is the logical offset just past it. The engine trims by `end`
 // offsets once the records' data is committed in objects.
 //
-// Ordering: append callbacks run in append order on the WAL's own thread, only after the
-// record is durable, or with an error. After any write/sync failure the WAL is failed for
-// good: every pending and later append fails with kIoError (the kernel may have dropped dirty
-// pages after a failed fsync, so retrying cannot prove durability); reopen to recover.
+// Ordering: append callbacks run in append order on a WAL-owned thread (one at a time; the file
+// WAL's workers take turns), only after the record and every earlier one are durable, or with
+// an error. After any write/sync failure the WAL is failed for good: the failed record and
+// every later one fail with kIoError, even if they reached the disk (the kernel may have
+// dropped dirty pages after a failed fsync, so retrying cannot prove durability); reopen to
+// recover.
 // Threading: append/trim/stats are thread-safe; recover/reset/shutdown are called by the
 // engine's owner thread, before appends start / at the end.
 #pragma once
