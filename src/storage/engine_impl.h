@@ -1,8 +1,9 @@
 // EngineImpl / StreamImpl: the implementation behind engine.h. Internal to storage/.
 //
 // Threads (all owned by the engine):
-// - the WAL thread (inside FileWal/ObjectWal): writes, syncs, then runs append completions,
-//   which insert into the LogCache and call the user callbacks, in WAL order;
+// - the WAL's threads (inside FileWal: several writer workers, which take turns running append
+//   completions; ObjectWal: its flush thread): completions insert into the LogCache and call
+//   the user callbacks, one at a time and in WAL order;
 // - the uploader: seals LogCache blocks (size / timer / pressure / flush), turns each into
 //   objects, commits them in block order, trims the WAL, evicts;
 // - read workers (opts.read_threads): object reads through the BlockCache, read-ahead;
