@@ -50,6 +50,7 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
   add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, &handle_alter_configs);
+  add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, &handle_describe_log_dirs);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, &handle_incremental_alter_configs);
 }

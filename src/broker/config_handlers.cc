@@ -111,6 +111,17 @@ void describe_broker(const Broker& b, const protocol::DescribeConfigsRequest& re
        ConfigValueType::kLong, is_set("log.retention.bytes")},
       {"message.max.bytes", std::to_string(cfg.topic_defaults.max_message_bytes),
        ConfigValueType::kInt, is_set("message.max.bytes")},
+      {"log.retention.check.interval.ms", std::to_string(cfg.retention_check_interval_ms),
+       ConfigValueType::kLong, is_set("log.retention.check.interval.ms")},
+      {"log.message.timestamp.type",
+       is_set("log.message.timestamp.type") ? set.at("log.message.timestamp.type") : "CreateTime",
+       ConfigValueType::kString, is_set("log.message.timestamp.type")},
+      {"log.message.timestamp.before.max.ms",
+       std::to_string(cfg.topic_defaults.timestamp_before_max_ms), ConfigValueType::kLong,
+       is_set("log.message.timestamp.before.max.ms")},
+      {"log.message.timestamp.after.max.ms",
+       std::to_string(cfg.topic_defaults.timestamp_after_max_ms), ConfigValueType::kLong,
+       is_set("log.message.timestamp.after.max.ms")},
   };
   for (const auto& row : rows) {
     if (!wanted(res.configuration_keys, row.name)) continue;

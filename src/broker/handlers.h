@@ -25,6 +25,8 @@
 #include "protocol/generated/describe_cluster_response.h"
 #include "protocol/generated/describe_configs_request.h"
 #include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/describe_log_dirs_request.h"
+#include "protocol/generated/describe_log_dirs_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/incremental_alter_configs_request.h"
@@ -74,6 +76,9 @@ asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_al
     Broker& b, int16_t version, protocol::IncrementalAlterConfigsRequest req);
 asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     Broker& b, int16_t version, protocol::DescribeClusterRequest req);
+// One log directory (BrokerConfig::log_dir) holding every partition.
+asio::awaitable<protocol::DescribeLogDirsResponse> handle_describe_log_dirs(
+    Broker& b, int16_t version, protocol::DescribeLogDirsRequest req);
 
 // Config resource types of DescribeConfigs / AlterConfigs / IncrementalAlterConfigs.
 constexpr int8_t kConfigResourceTopic = 2;

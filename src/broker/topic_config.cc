@@ -24,9 +24,10 @@ const std::vector<TopicConfigKey> kKeys = {
      ""},
     {"max.message.bytes", T::kInt, "1048588", "message.max.bytes", "largest record batch accepted"},
     {"message.timestamp.after.max.ms", T::kLong, "3600000", "log.message.timestamp.after.max.ms",
-     ""},
+     "largest amount a CreateTime timestamp may lie ahead of the broker's clock"},
     {"message.timestamp.before.max.ms", T::kLong, "9223372036854775807",
-     "log.message.timestamp.before.max.ms", ""},
+     "log.message.timestamp.before.max.ms",
+     "largest amount a CreateTime timestamp may lie behind the broker's clock"},
     {"message.timestamp.type", T::kString, "CreateTime", "log.message.timestamp.type",
      "CreateTime or LogAppendTime"},
     {"min.cleanable.dirty.ratio", T::kDouble, "0.5", "log.cleaner.min.cleanable.ratio", ""},
@@ -124,6 +125,10 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
     return invalid(bad_value(name, v, "Value must be at least 0"));
   } else if (name == "retention.ms" && n < -1) {
     return invalid(bad_value(name, v, "Value must be at least -1"));
+  } else if ((name == "message.timestamp.before.max.ms" ||
+              name == "message.timestamp.after.max.ms") &&
+             n < 0) {
+    return invalid(bad_value(name, v, "Value must be at least 0"));
   } else if (name == "segment.bytes" && n < 14) {
     return invalid(bad_value(name, v, "Value must be at least 14"));
   } else if (name == "segment.ms" && n < 1) {
@@ -143,6 +148,12 @@ DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDe
   if (name == "retention.ms") return {std::to_string(d.retention_ms), false};
   if (name == "retention.bytes") return {std::to_string(d.retention_bytes), false};
   if (name == "max.message.bytes") return {std::to_string(d.max_message_bytes), false};
+  if (name == "message.timestamp.before.max.ms") {
+    return {std::to_string(d.timestamp_before_max_ms), false};
+  }
+  if (name == "message.timestamp.after.max.ms") {
+    return {std::to_string(d.timestamp_after_max_ms), false};
+  }
   return {key.default_value, false};
 }
 
@@ -164,6 +175,16 @@ TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& o
   if (auto it = overrides.find("max.message.bytes");
       it != overrides.end() && parse_long(it->second, n)) {
     s.max_message_bytes = static_cast<int32_t>(n);
+  }
+  s.timestamp_before_max_ms = defaults.timestamp_before_max_ms;
+  s.timestamp_after_max_ms = defaults.timestamp_after_max_ms;
+  if (auto it = overrides.find("message.timestamp.before.max.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.timestamp_before_max_ms = n;
+  }
+  if (auto it = overrides.find("message.timestamp.after.max.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.timestamp_after_max_ms = n;
   }
   std::string ts_type = "CreateTime";
   if (auto it = defaults.static_overrides.find("log.message.timestamp.type");

@@ -1,6 +1,7 @@
 // Topic-level configuration: Kafka's topic config names, types, defaults and broker-level
 // synonyms (for DescribeConfigs), plus validation with Kafka's error texts. Shale enforces
-// retention.ms, retention.bytes, max.message.bytes and message.timestamp.type; the other keys
+// retention.ms, retention.bytes, max.message.bytes, message.timestamp.type and
+// message.timestamp.before/after.max.ms; the other keys
 // Kafka defines are accepted and stored so that tools which set them keep working.
 //
 // Threads: static immutable table; TopicConfigs values are plain data.
@@ -32,9 +33,11 @@ const TopicConfigKey* find_topic_config_key(std::string_view name);
 
 // Broker-wide values that topic defaults come from (server.properties).
 struct BrokerTopicDefaults {
-  int64_t retention_ms = 604800000;     // log.retention.ms
-  int64_t retention_bytes = -1;         // log.retention.bytes
-  int32_t max_message_bytes = 1048588;  // message.max.bytes
+  int64_t retention_ms = 604800000;             // log.retention.ms
+  int64_t retention_bytes = -1;                 // log.retention.bytes
+  int32_t max_message_bytes = 1048588;          // message.max.bytes
+  int64_t timestamp_before_max_ms = INT64_MAX;  // log.message.timestamp.before.max.ms
+  int64_t timestamp_after_max_ms = 3600000;     // log.message.timestamp.after.max.ms (Kafka 4)
   // Synonym keys the operator set explicitly (reported as STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_overrides;
 };
@@ -49,6 +52,9 @@ struct TopicSettings {
   int64_t retention_bytes = -1;
   int32_t max_message_bytes = 1048588;
   bool log_append_time = false;
+  // CreateTime records older than now - before or newer than now + after are refused.
+  int64_t timestamp_before_max_ms = INT64_MAX;
+  int64_t timestamp_after_max_ms = 3600000;
 
   static TopicSettings resolve(const std::map<std::string, std::string>& overrides,
                                const BrokerTopicDefaults& defaults);
