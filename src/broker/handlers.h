@@ -56,8 +56,11 @@ asio::awaitable<protocol::OffsetForLeaderEpochResponse> handle_offset_for_leader
     Broker& b, int16_t version, protocol::OffsetForLeaderEpochRequest req);
 asio::awaitable<protocol::DeleteRecordsResponse> handle_delete_records(
     Broker& b, int16_t version, protocol::DeleteRecordsRequest req);
+// `listener`: the name of the listener the request came in on; brokers are described with
+// their address on it.
 asio::awaitable<protocol::MetadataResponse> handle_metadata(Broker& b, int16_t version,
-                                                            protocol::MetadataRequest req);
+                                                            protocol::MetadataRequest req,
+                                                            std::string listener = {});
 asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
     Broker& b, int16_t version, protocol::CreateTopicsRequest req);
 asio::awaitable<protocol::DeleteTopicsResponse> handle_delete_topics(

@@ -124,7 +124,7 @@ class Partition {
   // Offset the snapshot loaded by open() covered (-1: none, a full replay).
   int64_t loaded_snapshot_offset() const { return loaded_snapshot_offset_; }
 
-  static constexpr size_t kSnapshotMaxIndexEntries = 65536;
+  static constexpr size_t kSnapshotMaxIndexEntries = 16384;
 
  private:
   void index_batch(int64_t base, int64_t end, int64_t bytes, int64_t max_ts, int64_t max_ts_offset);
