@@ -19,6 +19,7 @@ Broker::Broker(BrokerConfig cfg, storage::Engine* engine, meta::MetaStore* meta)
 Broker::~Broker() { stop(); }
 
 Status Broker::start() {
+  SHALE_TRY(topics_.load_dynamic_configs(std::to_string(cfg_.node_id)));
   SHALE_TRY(topics_.load());
   if (cfg_.retention_check_interval_ms > 0 || cfg_.snapshot_interval_ms > 0 ||
       cfg_.snapshot_interval_batches > 0) {

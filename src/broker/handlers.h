@@ -72,7 +72,7 @@ asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
 
 asio::awaitable<protocol::DescribeConfigsResponse> handle_describe_configs(
     Broker& b, int16_t version, protocol::DescribeConfigsRequest req);
-// Topic resources only (no dynamic broker configs yet).
+// Topics, and the BROKER resource for the dynamic broker keys (dynamic_broker_keys()).
 asio::awaitable<protocol::AlterConfigsResponse> handle_alter_configs(
     Broker& b, int16_t version, protocol::AlterConfigsRequest req);
 asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_alter_configs(

@@ -40,7 +40,30 @@ struct BrokerTopicDefaults {
   int64_t timestamp_after_max_ms = 3600000;     // log.message.timestamp.after.max.ms (Kafka 4)
   // Synonym keys the operator set explicitly (reported as STATIC_BROKER_CONFIG).
   std::map<std::string, std::string> static_overrides;
+  // Dynamic broker configs (AlterConfigs / IncrementalAlterConfigs on the BROKER resource),
+  // by broker key: for this broker (resource name = node id; DYNAMIC_BROKER_CONFIG) and for
+  // every broker (resource name ""; DYNAMIC_DEFAULT_BROKER_CONFIG). They win over the static
+  // values, this broker's over the cluster-wide ones. Values are validated.
+  std::map<std::string, std::string> dynamic_broker;
+  std::map<std::string, std::string> dynamic_default;
+
+  // The value in force for a broker key: dynamic (this broker, then cluster-wide), else nullopt.
+  std::optional<std::string> dynamic_value(const std::string& broker_key) const;
 };
+
+// ConfigSource values of DescribeConfigs / CreateTopics.
+constexpr int8_t kSourceTopic = 1;
+constexpr int8_t kSourceDynamicBroker = 2;
+constexpr int8_t kSourceDynamicDefaultBroker = 3;
+constexpr int8_t kSourceStaticBroker = 4;
+constexpr int8_t kSourceDefault = 5;
+
+// The broker keys that can be changed at run time: the topic defaults Shale applies (as in
+// Kafka, where they are cluster-wide dynamic configs).
+const std::vector<std::string>& dynamic_broker_keys();
+// Checks one dynamic broker config (known key, value in range); Kafka's error texts.
+Status validate_dynamic_broker_config(std::string_view name,
+                                      const std::optional<std::string>& value);
 
 // Checks one topic config (name known, value parses and is allowed). The error message is the
 // one Kafka puts in the response for INVALID_CONFIG.
@@ -64,7 +87,8 @@ struct TopicSettings {
 // when the topic has no override), and whether it came from the broker's own configuration.
 struct DefaultValue {
   std::string value;
-  bool from_broker = false;  // true: STATIC_BROKER_CONFIG via broker_synonym
+  int8_t source =
+      kSourceDefault;  // DYNAMIC_*_BROKER_CONFIG or STATIC_BROKER_CONFIG via broker_synonym
 };
 DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDefaults& d);
 

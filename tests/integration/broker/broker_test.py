@@ -306,6 +306,20 @@ def case_log_dirs_and_retention_bytes(tmp):
         assert 0 < after["sized-0"] <= limit, (after, limit)
         got = consume(b, "sized")
         assert int(got[0][1]) == start and len(got) == 500 - start, (got[0], len(got))
+        # A dynamic cluster-wide default (kafka-configs --entity-type brokers --entity-default)
+        # applies once the topic's own value is removed: one byte keeps nothing.
+        kafka_tool(b, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default",
+                   "--add-config", "log.retention.bytes=1")
+        kafka_tool(b, "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name",
+                   "sized", "--delete-config", "retention.bytes")
+        for _ in range(600):
+            if earliest_offset(b, "sized") == 500:
+                break
+            time.sleep(0.1)
+        assert earliest_offset(b, "sized") == 500
+        desc = kafka_tool(b, "kafka-configs", "--describe", "--entity-type", "topics",
+                          "--entity-name", "sized", "--all")
+        assert "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=1" in desc, desc
     finally:
         b.stop()
 
