@@ -91,6 +91,10 @@ std::string validate_not_empty(std::string_view v) {
   return trim(v).empty() ? "must not be empty" : "";
 }
 
+std::string validate_timestamp_type(std::string_view v) {
+  return v == "CreateTime" || v == "LogAppendTime" ? "" : "must be CreateTime or LogAppendTime";
+}
+
 // `<id>@<scheme>://<rest>` with scheme file, s3 or mem (AutoMQ's bucket URI form).
 std::string validate_bucket_uri(std::string_view entry, bool id_required) {
   std::string_view rest = entry;
@@ -196,6 +200,50 @@ const std::vector<ConfigKey> kKeys = {
      "Delete the oldest data of a partition above this size. -1 = no size limit.", -1, INT64_MAX},
     {"message.max.bytes", ConfigType::kInt, "1048588", "Topics",
      "Largest record batch accepted (after compression), as Kafka's default.", 0, INT32_MAX},
+    {"log.retention.check.interval.ms", ConfigType::kLong, "300000", "Topics",
+     "How often retention.ms and retention.bytes are applied to every partition (Kafka's "
+     "default, 5 minutes).",
+     1, INT64_MAX},
+    {"log.message.timestamp.type", ConfigType::kString, "CreateTime", "Topics",
+     "Default message.timestamp.type of topics: CreateTime (keep the producer's timestamps) or "
+     "LogAppendTime (stamp batches with the broker's clock).",
+     INT64_MIN, INT64_MAX, validate_timestamp_type},
+    {"log.message.timestamp.before.max.ms", ConfigType::kLong, "9223372036854775807", "Topics",
+     "Default message.timestamp.before.max.ms: a CreateTime record more than this far behind "
+     "the broker's clock is refused with INVALID_TIMESTAMP.",
+     0, INT64_MAX},
+    {"log.message.timestamp.after.max.ms", ConfigType::kLong, "3600000", "Topics",
+     "Default message.timestamp.after.max.ms: a CreateTime record more than this far ahead of "
+     "the broker's clock is refused with INVALID_TIMESTAMP (Kafka 4's default, 1 hour).",
+     0, INT64_MAX},
+    {"shale.partition.snapshot.interval.batches", ConfigType::kLong, "10000", "Topics",
+     "Snapshot a partition's producer state and indexes after this many new batches, so a "
+     "restart replays only the log after the snapshot. 0 = no batch-count trigger.",
+     0, INT64_MAX},
+    {"shale.partition.snapshot.interval.ms", ConfigType::kLong, "60000", "Topics",
+     "Snapshot a partition with new batches at least this often (and always at shutdown). 0 = no "
+     "time trigger.",
+     0, INT64_MAX},
+    // --- Consumer groups (Kafka's names and defaults) ---
+    {"group.initial.rebalance.delay.ms", ConfigType::kInt, "3000", "Groups",
+     "How long the first rebalance of an empty classic group waits for more members to join.", 0,
+     INT32_MAX},
+    {"group.min.session.timeout.ms", ConfigType::kInt, "6000", "Groups",
+     "Smallest session timeout a consumer may ask for (INVALID_SESSION_TIMEOUT below).", 1,
+     INT32_MAX},
+    {"group.max.session.timeout.ms", ConfigType::kInt, "1800000", "Groups",
+     "Largest session timeout a consumer may ask for (INVALID_SESSION_TIMEOUT above).", 1,
+     INT32_MAX},
+    {"group.max.size", ConfigType::kInt, "2147483647", "Groups",
+     "Most members a classic group may have (GROUP_MAX_SIZE_REACHED beyond).", 1, INT32_MAX},
+    {"offsets.retention.minutes", ConfigType::kInt, "10080", "Groups",
+     "Committed offsets of a group that has been empty this long are deleted (7 days).", 1,
+     INT32_MAX},
+    {"offsets.retention.check.interval.ms", ConfigType::kLong, "600000", "Groups",
+     "How often expired committed offsets are looked for.", 1, INT64_MAX},
+    {"offset.metadata.max.bytes", ConfigType::kInt, "4096", "Groups",
+     "Longest metadata string accepted with a committed offset (OFFSET_METADATA_TOO_LARGE).", 0,
+     INT32_MAX},
     // --- Storage (AutoMQ's names) ---
     {"s3.data.buckets", ConfigType::kList, "0@file://${data.dir}/objects", "Storage",
      "Where objects go: comma-separated <id>@<scheme>://<location>, scheme file (a POSIX "

@@ -15,6 +15,7 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <CLI/CLI.hpp>
 
+#include "app/broker_settings.h"
 #include "app/command.h"
 #include "app/config.h"
 #include "base/log.h"
@@ -159,6 +160,7 @@ int serve_main(int argc, char** argv) {
                                                   : std::to_string(cfg.get_long(k));
     }
   }
+  apply_broker_settings(cfg, bc);
   broker::Broker broker(bc, engine->get(), meta->get());
   if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
 
@@ -187,6 +189,7 @@ int serve_main(int argc, char** argv) {
   broker::GroupServiceConfig gcfg;
   gcfg.coordinator.node_id = cfg.get_int("node.id");
   gcfg.meta_root = bc.ns + "/groups/";
+  apply_group_settings(cfg, gcfg.coordinator);
   {
     const auto& eps0 = broker.config().endpoints;
     if (!eps0.empty()) {

@@ -13,10 +13,6 @@ using protocol::ErrorCode;
 
 namespace {
 
-constexpr int8_t kSourceTopic = 1;
-constexpr int8_t kSourceStaticBroker = 4;
-constexpr int8_t kSourceDefault = 5;
-
 struct TopicError {
   ErrorCode code = ErrorCode::kNone;
   std::string message;
@@ -146,7 +142,7 @@ asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
     r.num_partitions = partitions;
     r.replication_factor = rf;
     std::vector<protocol::CreateTopicsResponse::CreatableTopicConfigs> out;
-    const auto& defaults = b.topics().defaults();
+    const BrokerTopicDefaults defaults = b.topics().defaults();
     for (const auto& key : topic_config_keys()) {
       auto& c = out.emplace_back();
       c.name = key.name;
@@ -156,7 +152,7 @@ asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
       } else {
         DefaultValue d = topic_config_default(key, defaults);
         c.value = d.value;
-        c.config_source = d.from_broker ? kSourceStaticBroker : kSourceDefault;
+        c.config_source = d.source;
       }
     }
     r.configs = std::move(out);

@@ -1,7 +1,8 @@
-// AlterConfigs (replace a topic's overrides) and IncrementalAlterConfigs (SET / DELETE /
-// APPEND / SUBTRACT per key). Topics only: Shale has no dynamic broker configs yet, so a BROKER
-// resource gets INVALID_REQUEST with a message saying so. Validation uses the same key table
-// as CreateTopics; the write itself is one MetaStore update on a worker thread.
+// AlterConfigs (replace a resource's overrides) and IncrementalAlterConfigs (SET / DELETE /
+// APPEND / SUBTRACT per key) for topics and for the BROKER resource: this broker (name = node
+// id) or every broker (name ""), limited to the dynamic broker keys (dynamic_broker_keys(): the
+// topic defaults). Topic configs are validated with the key table CreateTopics uses; the write
+// itself is one MetaStore update on a worker thread.
 #include <algorithm>
 #include <map>
 #include <optional>
@@ -57,8 +58,12 @@ Outcome check_key(const std::string& name, const std::optional<std::string>& val
 // Resource-level checks shared by both APIs; nullopt = a topic that exists.
 std::optional<Outcome> check_resource(Broker& b, int8_t type, const std::string& name) {
   if (type == kConfigResourceBroker) {
-    return Outcome{ErrorCode::kInvalidRequest,
-                   "Dynamic broker configs are not supported; set them in server.properties."};
+    if (!name.empty() && name != std::to_string(b.node_id())) {
+      return Outcome{ErrorCode::kInvalidRequest, "Unexpected broker id, expected " +
+                                                     std::to_string(b.node_id()) +
+                                                     " or empty string, but received " + name};
+    }
+    return std::nullopt;
   }
   if (type != kConfigResourceTopic) {
     return Outcome{ErrorCode::kInvalidRequest,
@@ -83,6 +88,32 @@ asio::awaitable<Outcome> apply(Broker& b, const std::string& topic,
   co_return Outcome{};
 }
 
+Outcome check_broker_key(const std::string& name, const std::optional<std::string>& value) {
+  Status st = validate_dynamic_broker_config(name, value);
+  if (!st.ok()) return {ErrorCode::kInvalidConfig, st.error().message};
+  return {};
+}
+
+// The current layer of dynamic broker configs a BROKER resource name addresses.
+std::map<std::string, std::string> broker_layer(Broker& b, const std::string& name) {
+  BrokerTopicDefaults d = b.topics().defaults();
+  return name.empty() ? d.dynamic_default : d.dynamic_broker;
+}
+
+asio::awaitable<Outcome> apply_broker(Broker& b, const std::string& name,
+                                      std::map<std::string, std::string> configs,
+                                      bool validate_only) {
+  if (validate_only) co_return Outcome{};
+  const bool per_broker = !name.empty();
+  const std::string node = std::to_string(b.node_id());
+  auto work = [&b, per_broker, node, configs] {
+    return b.topics().set_dynamic_configs(per_broker, node, configs);
+  };
+  auto st = co_await b.blocking(std::move(work));
+  if (!st.ok()) co_return Outcome{ErrorCode::kUnknownServerError, st.error().message};
+  co_return Outcome{};
+}
+
 }  // namespace
 
 asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_alter_configs(
@@ -96,6 +127,32 @@ asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_al
     Outcome out;
     if (auto bad = check_resource(b, res.resource_type, res.resource_name)) {
       out = *bad;
+    } else if (res.resource_type == kConfigResourceBroker) {
+      std::map<std::string, std::string> configs = broker_layer(b, res.resource_name);
+      for (const auto& c : res.configs) {
+        if (out.code != ErrorCode::kNone) break;
+        switch (c.config_operation) {
+          case kOpSet:
+            out = check_broker_key(c.name, c.value ? c.value : std::optional<std::string>(""));
+            if (out.code == ErrorCode::kNone) configs[c.name] = c.value.value_or("");
+            break;
+          case kOpDelete:
+            out = check_broker_key(c.name, std::nullopt);
+            if (out.code == ErrorCode::kNone) configs.erase(c.name);
+            break;
+          case kOpAppend:
+          case kOpSubtract:
+            out = {ErrorCode::kInvalidConfig,
+                   "Config value append is not allowed for config key: " + c.name};
+            break;
+          default:
+            out = {ErrorCode::kInvalidRequest,
+                   "Unknown config operation " + std::to_string(c.config_operation)};
+        }
+      }
+      if (out.code == ErrorCode::kNone) {
+        out = co_await apply_broker(b, res.resource_name, std::move(configs), req.validate_only);
+      }
     } else {
       TopicPtr t = b.topics().find(res.resource_name);
       std::map<std::string, std::string> configs = t->configs;
@@ -162,6 +219,17 @@ asio::awaitable<protocol::AlterConfigsResponse> handle_alter_configs(
     Outcome out;
     if (auto bad = check_resource(b, res.resource_type, res.resource_name)) {
       out = *bad;
+    } else if (res.resource_type == kConfigResourceBroker) {
+      // As for topics: the given set replaces the layer.
+      std::map<std::string, std::string> configs;
+      for (const auto& c : res.configs) {
+        out = check_broker_key(c.name, c.value ? c.value : std::optional<std::string>(""));
+        if (out.code != ErrorCode::kNone) break;
+        if (c.value) configs[c.name] = *c.value;
+      }
+      if (out.code == ErrorCode::kNone) {
+        out = co_await apply_broker(b, res.resource_name, std::move(configs), req.validate_only);
+      }
     } else {
       // AlterConfigs replaces every override of the resource with the given set.
       std::map<std::string, std::string> configs;

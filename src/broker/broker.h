@@ -49,6 +49,14 @@ struct BrokerConfig {
   int worker_threads = 4;
   int64_t retention_check_interval_ms = 300000;  // log.retention.check.interval.ms; <= 0: off
   size_t max_fetch_sessions = 1000;              // max.incremental.fetch.session.cache.slots
+  // The one log directory DescribeLogDirs reports (data.dir); its filesystem gives the
+  // total/usable bytes. Empty: DescribeLogDirs answers with no directory.
+  std::string log_dir;
+  // Side-data snapshots (partition_snapshot.h): a partition with new batches is snapshotted
+  // when this many batches arrived since its last one, or this long after it; <= 0 disables
+  // that trigger. Every partition is also snapshotted by stop().
+  int64_t snapshot_interval_batches = 10000;  // shale.partition.snapshot.interval.batches
+  int64_t snapshot_interval_ms = 60000;       // shale.partition.snapshot.interval.ms
 };
 
 class Broker {
@@ -80,9 +88,13 @@ class Broker {
     return topics_.partition(topic, partition) != nullptr;
   }
 
-  // Applies retention.ms to every partition now (the retention thread calls it periodically).
-  // Blocking (Stream::trim). Returns the number of partitions trimmed.
+  // Applies retention.ms and retention.bytes to every partition now (the maintenance thread
+  // calls it every retention_check_interval_ms). Blocking (Stream::trim). Returns the number of
+  // partitions trimmed.
   int enforce_retention(int64_t now_ms);
+  // Writes the side-data snapshot of every partition that is due (force: every partition with
+  // batches since its last one). Blocking (Stream::put_meta). Returns the number written.
+  int write_snapshots(bool force);
 
   // Runs fn() on the worker pool (it may block) and resumes the caller on its executor.
   template <typename F>
@@ -99,7 +111,8 @@ class Broker {
   FetchSessionCache sessions_;
   asio::thread_pool workers_;
   bool stopped_ = false;
-  // Retention thread: wakes every retention_check_interval_ms, or at once on stop().
+  // Maintenance thread (retention, snapshots): wakes every tick, or at once on stop().
+  void maintenance_loop();
   std::mutex retention_mu_;
   std::condition_variable retention_cv_;
   bool retention_stop_ = false;

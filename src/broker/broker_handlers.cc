@@ -39,7 +39,14 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
       });
   add<FetchRequest, FetchResponse>(d, b, 4, &handle_fetch);
   add<ListOffsetsRequest, ListOffsetsResponse>(d, b, 1, &handle_list_offsets);
-  add<MetadataRequest, MetadataResponse>(d, b, 0, &handle_metadata);
+  d.add<MetadataRequest, MetadataResponse>(
+      0, MetadataRequest::kMaxVersion,
+      [bp](const RequestContext& ctx,
+           MetadataRequest& req) -> asio::awaitable<std::optional<MetadataResponse>> {
+        MetadataResponse resp =
+            co_await handle_metadata(*bp, ctx.version(), std::move(req), ctx.conn.listener);
+        co_return std::optional<MetadataResponse>(std::move(resp));
+      });
   add<CreateTopicsRequest, CreateTopicsResponse>(d, b, 2, &handle_create_topics);
   add<DeleteTopicsRequest, DeleteTopicsResponse>(d, b, 1, &handle_delete_topics);
   add<DeleteRecordsRequest, DeleteRecordsResponse>(d, b, 0, &handle_delete_records);
@@ -50,6 +57,7 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
   add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, &handle_alter_configs);
+  add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, &handle_describe_log_dirs);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, &handle_incremental_alter_configs);
 }

@@ -1,6 +1,9 @@
 // DescribeConfigs (topics and this broker, with sources and synonyms as Kafka reports them) and
 // DescribeCluster. Pure reads of in-memory state: nothing here blocks.
+#include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "broker/handlers.h"
 
@@ -10,11 +13,6 @@ using protocol::DescribeConfigsResponse;
 using protocol::ErrorCode;
 
 namespace {
-
-// ConfigSource values.
-constexpr int8_t kSourceTopic = 1;
-constexpr int8_t kSourceStaticBroker = 4;
-constexpr int8_t kSourceDefault = 5;
 
 int8_t config_type(ConfigValueType t) {
   switch (t) {
@@ -47,7 +45,7 @@ bool wanted(const std::optional<std::vector<std::string>>& keys, const std::stri
 void describe_topic(Broker& b, const Topic& t, const protocol::DescribeConfigsRequest& req,
                     const protocol::DescribeConfigsRequest::DescribeConfigsResource& res,
                     int16_t version, DescribeConfigsResponse::DescribeConfigsResult& out) {
-  const BrokerTopicDefaults& defaults = b.topics().defaults();
+  const BrokerTopicDefaults defaults = b.topics().defaults();
   for (const auto& key : topic_config_keys()) {
     if (!wanted(res.configuration_keys, key.name)) continue;
     auto& c = out.configs.emplace_back();
@@ -60,7 +58,7 @@ void describe_topic(Broker& b, const Topic& t, const protocol::DescribeConfigsRe
       source = kSourceTopic;
     } else {
       c.value = d.value;
-      source = d.from_broker ? kSourceStaticBroker : kSourceDefault;
+      source = d.source;
     }
     if (version == 0) {
       c.is_default = source == kSourceDefault;
@@ -68,11 +66,21 @@ void describe_topic(Broker& b, const Topic& t, const protocol::DescribeConfigsRe
       c.config_source = source;
     }
     if (version >= 1 && req.include_synonyms) {
+      // Kafka's order: topic override, dynamic (this broker, every broker), static, default.
       if (it != t.configs.end()) c.synonyms.push_back({key.name, it->second, kSourceTopic});
       if (key.broker_synonym != nullptr) {
-        if (d.from_broker) c.synonyms.push_back({key.broker_synonym, d.value, kSourceStaticBroker});
+        const std::string syn = key.broker_synonym;
+        if (auto v = defaults.dynamic_broker.find(syn); v != defaults.dynamic_broker.end()) {
+          c.synonyms.push_back({syn, v->second, kSourceDynamicBroker});
+        }
+        if (auto v = defaults.dynamic_default.find(syn); v != defaults.dynamic_default.end()) {
+          c.synonyms.push_back({syn, v->second, kSourceDynamicDefaultBroker});
+        }
+        if (auto v = defaults.static_overrides.find(syn); v != defaults.static_overrides.end()) {
+          c.synonyms.push_back({syn, v->second, kSourceStaticBroker});
+        }
         DefaultValue plain = topic_config_default(key, BrokerTopicDefaults{});
-        c.synonyms.push_back({key.broker_synonym, plain.value, kSourceDefault});
+        c.synonyms.push_back({syn, plain.value, kSourceDefault});
       }
     }
     if (version >= 3) {
@@ -84,14 +92,15 @@ void describe_topic(Broker& b, const Topic& t, const protocol::DescribeConfigsRe
   }
 }
 
-void describe_broker(const Broker& b, const protocol::DescribeConfigsRequest& req,
+void describe_broker(Broker& b, const protocol::DescribeConfigsRequest& req,
                      const protocol::DescribeConfigsRequest::DescribeConfigsResource& res,
                      int16_t version, DescribeConfigsResponse::DescribeConfigsResult& out) {
   const BrokerConfig& cfg = b.config();
   const auto& set = cfg.topic_defaults.static_overrides;
+  const BrokerTopicDefaults dyn = b.topics().defaults();
   struct Row {
     std::string name;
-    std::string value;
+    std::string value;  // static value (server.properties or built-in default)
     ConfigValueType type;
     bool from_file;
   };
@@ -111,19 +120,52 @@ void describe_broker(const Broker& b, const protocol::DescribeConfigsRequest& re
        ConfigValueType::kLong, is_set("log.retention.bytes")},
       {"message.max.bytes", std::to_string(cfg.topic_defaults.max_message_bytes),
        ConfigValueType::kInt, is_set("message.max.bytes")},
+      {"log.retention.check.interval.ms", std::to_string(cfg.retention_check_interval_ms),
+       ConfigValueType::kLong, is_set("log.retention.check.interval.ms")},
+      {"log.message.timestamp.type",
+       is_set("log.message.timestamp.type") ? set.at("log.message.timestamp.type") : "CreateTime",
+       ConfigValueType::kString, is_set("log.message.timestamp.type")},
+      {"log.message.timestamp.before.max.ms",
+       std::to_string(cfg.topic_defaults.timestamp_before_max_ms), ConfigValueType::kLong,
+       is_set("log.message.timestamp.before.max.ms")},
+      {"log.message.timestamp.after.max.ms",
+       std::to_string(cfg.topic_defaults.timestamp_after_max_ms), ConfigValueType::kLong,
+       is_set("log.message.timestamp.after.max.ms")},
   };
+  const auto& dynamic_keys = dynamic_broker_keys();
+  // The cluster-wide default resource ("") holds only the dynamic defaults, as in Kafka.
+  const bool default_resource = res.resource_name.empty();
   for (const auto& row : rows) {
     if (!wanted(res.configuration_keys, row.name)) continue;
+    const bool dynamic =
+        std::find(dynamic_keys.begin(), dynamic_keys.end(), row.name) != dynamic_keys.end();
+    // Layers in Kafka's synonym order, the first one being the value in force.
+    std::vector<std::pair<std::string, int8_t>> layers;
+    if (!default_resource) {
+      if (auto v = dyn.dynamic_broker.find(row.name); v != dyn.dynamic_broker.end()) {
+        layers.push_back({v->second, kSourceDynamicBroker});
+      }
+    }
+    if (auto v = dyn.dynamic_default.find(row.name); v != dyn.dynamic_default.end()) {
+      layers.push_back({v->second, kSourceDynamicDefaultBroker});
+    }
+    if (default_resource) {
+      if (layers.empty()) continue;
+      layers.resize(1);
+    } else {
+      layers.push_back({row.value, row.from_file ? kSourceStaticBroker : kSourceDefault});
+    }
     auto& c = out.configs.emplace_back();
     c.name = row.name;
-    c.value = row.value;
-    c.read_only = true;  // no dynamic broker configs yet
-    const int8_t source = row.from_file ? kSourceStaticBroker : kSourceDefault;
+    c.value = layers.front().first;
+    c.read_only = !dynamic;
     if (version == 0) {
-      c.is_default = !row.from_file;
+      c.is_default = layers.front().second == kSourceDefault;
     } else {
-      c.config_source = source;
-      if (req.include_synonyms) c.synonyms.push_back({row.name, row.value, source});
+      c.config_source = layers.front().second;
+      if (req.include_synonyms) {
+        for (const auto& [value, source] : layers) c.synonyms.push_back({row.name, value, source});
+      }
     }
     if (version >= 3) {
       c.config_type = config_type(row.type);

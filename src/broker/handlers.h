@@ -25,6 +25,8 @@
 #include "protocol/generated/describe_cluster_response.h"
 #include "protocol/generated/describe_configs_request.h"
 #include "protocol/generated/describe_configs_response.h"
+#include "protocol/generated/describe_log_dirs_request.h"
+#include "protocol/generated/describe_log_dirs_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/incremental_alter_configs_request.h"
@@ -54,8 +56,11 @@ asio::awaitable<protocol::OffsetForLeaderEpochResponse> handle_offset_for_leader
     Broker& b, int16_t version, protocol::OffsetForLeaderEpochRequest req);
 asio::awaitable<protocol::DeleteRecordsResponse> handle_delete_records(
     Broker& b, int16_t version, protocol::DeleteRecordsRequest req);
+// `listener`: the name of the listener the request came in on; brokers are described with
+// their address on it.
 asio::awaitable<protocol::MetadataResponse> handle_metadata(Broker& b, int16_t version,
-                                                            protocol::MetadataRequest req);
+                                                            protocol::MetadataRequest req,
+                                                            std::string listener = {});
 asio::awaitable<protocol::CreateTopicsResponse> handle_create_topics(
     Broker& b, int16_t version, protocol::CreateTopicsRequest req);
 asio::awaitable<protocol::DeleteTopicsResponse> handle_delete_topics(
@@ -67,13 +72,16 @@ asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
 
 asio::awaitable<protocol::DescribeConfigsResponse> handle_describe_configs(
     Broker& b, int16_t version, protocol::DescribeConfigsRequest req);
-// Topic resources only (no dynamic broker configs yet).
+// Topics, and the BROKER resource for the dynamic broker keys (dynamic_broker_keys()).
 asio::awaitable<protocol::AlterConfigsResponse> handle_alter_configs(
     Broker& b, int16_t version, protocol::AlterConfigsRequest req);
 asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_alter_configs(
     Broker& b, int16_t version, protocol::IncrementalAlterConfigsRequest req);
 asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     Broker& b, int16_t version, protocol::DescribeClusterRequest req);
+// One log directory (BrokerConfig::log_dir) holding every partition.
+asio::awaitable<protocol::DescribeLogDirsResponse> handle_describe_log_dirs(
+    Broker& b, int16_t version, protocol::DescribeLogDirsRequest req);
 
 // Config resource types of DescribeConfigs / AlterConfigs / IncrementalAlterConfigs.
 constexpr int8_t kConfigResourceTopic = 2;

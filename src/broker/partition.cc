@@ -1,8 +1,11 @@
 #include "broker/partition.h"
 
 #include <algorithm>
+#include <chrono>
 #include <future>
+#include <iterator>
 
+#include <spdlog/spdlog.h>
 #include <asio/post.hpp>
 
 namespace shale::broker {
@@ -34,18 +37,68 @@ ErrorCode storage_error_code(const Error& e) {
   }
 }
 
-Status Partition::open(storage::Engine& engine) {
+namespace {
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+}  // namespace
+
+Status Partition::open(storage::Engine& engine, bool use_snapshot) {
   auto s = engine.open_stream(stream_id_);
   if (!s.ok()) return std::move(s).error();
   stream_ = *s;
-  return replay();
+  int64_t from = stream_->start_offset();
+  if (use_snapshot) {
+    auto m = stream_->get_meta(kPartitionSnapshotKey);
+    if (!m.ok()) {
+      spdlog::warn("partition {}-{}: cannot read its snapshot ({}); replaying the whole log",
+                   topic_, index_, m.error().to_string());
+    } else if (m->has_value()) {
+      auto snap = PartitionSnapshot::decode(**m);
+      if (!snap.ok()) {
+        spdlog::warn("partition {}-{}: {}; replaying the whole log", topic_, index_,
+                     snap.error().message);
+      } else if (snap->covered_end > stream_->end_offset()) {
+        // Cannot happen while snapshots cover durable offsets only; never trust one that is
+        // ahead of the log.
+        spdlog::warn(
+            "partition {}-{}: snapshot covers offset {} beyond the log end {}; replaying "
+            "the whole log",
+            topic_, index_, snap->covered_end, stream_->end_offset());
+      } else {
+        std::lock_guard lock(mu_);
+        restore(*snap);
+        loaded_snapshot_offset_ = snap->covered_end;
+        from = std::max(from, snap->covered_end);
+      }
+    }
+  }
+  snapshot_time_ms_.store(steady_ms());
+  return replay(from);
 }
 
-// Reads the whole stream once, feeding every batch header to the producer state and the time
-// index. Batches are stored exactly as appended, so this reproduces the state the broker had
-// when it acknowledged them.
-Status Partition::replay() {
-  int64_t offset = stream_->start_offset();
+void Partition::restore(const PartitionSnapshot& s) {
+  time_index_ = s.time_index;
+  max_ts_ = time_index_.empty() ? -1 : time_index_.back().max_timestamp;
+  max_ts_offset_ = time_index_.empty() ? -1 : time_index_.back().max_timestamp_offset;
+  sizes_.assign(s.sizes.begin(), s.sizes.end());
+  sizes_cumulative_before_ = s.sizes_cumulative_before;
+  for (const auto& p : s.producers) {
+    ProducerEntry e;
+    e.epoch = p.epoch;
+    e.batches.assign(p.batches.begin(), p.batches.end());
+    producers_.restore(p.producer_id, std::move(e));
+  }
+}
+
+// Reads the stream from `offset` to its end once, feeding every batch header to the producer
+// state and the indexes. Batches are stored exactly as appended, so this reproduces the state
+// the broker had when it acknowledged them.
+Status Partition::replay(int64_t offset) {
   const int64_t end = stream_->end_offset();
   std::lock_guard lock(mu_);
   while (offset < end) {
@@ -79,7 +132,8 @@ Status Partition::replay() {
             }
           });
         }
-        index_batch(h, h.base_offset, max_ts, max_ts_offset);
+        index_batch(h.base_offset, h.last_offset() + 1, static_cast<int64_t>(batch.bytes().size()),
+                    max_ts, max_ts_offset);
         if (h.producer_id >= 0) {
           ProducerBatch pb{
               h.base_sequence,
@@ -94,16 +148,22 @@ Status Partition::replay() {
   return ok_status();
 }
 
-void Partition::index_batch(const protocol::BatchHeader& h, int64_t base, int64_t max_ts,
+void Partition::index_batch(int64_t base, int64_t end, int64_t bytes, int64_t max_ts,
                             int64_t max_ts_offset) {
-  (void)h;
-  if (max_ts > max_ts_ || max_ts_offset < 0) {
-    if (max_ts > max_ts_) {
-      max_ts_ = max_ts;
-      max_ts_offset_ = max_ts_offset;
-      time_index_.push_back({max_ts, base});
-    }
+  if (max_ts > max_ts_) {
+    max_ts_ = max_ts;
+    max_ts_offset_ = max_ts_offset;
+    time_index_.push_back({max_ts, base, max_ts_offset});
   }
+  // Entries wholly below the log start (trimmed) are dropped here, where mu_ is held anyway.
+  const int64_t start = stream_->start_offset();
+  while (!sizes_.empty() && sizes_.front().end_offset <= start) {
+    sizes_cumulative_before_ = sizes_.front().cumulative_bytes;
+    sizes_.pop_front();
+  }
+  const int64_t cum = (sizes_.empty() ? sizes_cumulative_before_ : sizes_.back().cumulative_bytes);
+  sizes_.push_back({base, end, cum + bytes});
+  batches_since_snapshot_.fetch_add(1);
 }
 
 namespace {
@@ -191,7 +251,8 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
       if (out.base_offset < 0) out.base_offset = base;
       const int64_t ts = log_append_time >= 0 ? log_append_time : pb.max_timestamp;
       const int64_t ts_offset = log_append_time >= 0 ? base : base + pb.max_timestamp_delta;
-      index_batch(h, base, ts, ts_offset);
+      index_batch(base, base + h.last_offset_delta + 1,
+                  static_cast<int64_t>(pb.batch.bytes().size()), ts, ts_offset);
       producers_.record(
           h.producer_id, h.producer_epoch,
           ProducerBatch{h.base_sequence, last_seq, base, base + h.last_offset_delta, ts});
@@ -259,6 +320,81 @@ std::optional<int64_t> Partition::retention_offset(int64_t cutoff_ms) const {
   // Everything is older: Kafka would roll and delete the whole log, leaving it empty.
   if (it == time_index_.end()) return stream_->end_offset();
   return it->base_offset;
+}
+
+int64_t Partition::size_bytes() const {
+  std::lock_guard lock(mu_);
+  const int64_t start = stream_->start_offset();
+  auto it = std::upper_bound(sizes_.begin(), sizes_.end(), start,
+                             [](int64_t o, const SizeIndexEntry& e) { return o < e.end_offset; });
+  if (it == sizes_.end()) return 0;
+  const int64_t before =
+      it == sizes_.begin() ? sizes_cumulative_before_ : std::prev(it)->cumulative_bytes;
+  return sizes_.back().cumulative_bytes - before;
+}
+
+std::optional<int64_t> Partition::retention_bytes_offset(int64_t limit_bytes) const {
+  std::lock_guard lock(mu_);
+  const int64_t start = stream_->start_offset();
+  auto first =
+      std::upper_bound(sizes_.begin(), sizes_.end(), start,
+                       [](int64_t o, const SizeIndexEntry& e) { return o < e.end_offset; });
+  if (first == sizes_.end()) return std::nullopt;
+  const int64_t total = sizes_.back().cumulative_bytes;
+  const int64_t before =
+      first == sizes_.begin() ? sizes_cumulative_before_ : std::prev(first)->cumulative_bytes;
+  if (total - before <= limit_bytes) return std::nullopt;
+  // Keep the batches from j on, for the first j with (bytes from j to the end) <= limit, that
+  // is cumulative_bytes[j - 1] >= total - limit.
+  auto k =
+      std::lower_bound(first, sizes_.end(), total - limit_bytes,
+                       [](const SizeIndexEntry& e, int64_t t) { return e.cumulative_bytes < t; });
+  auto j = std::next(k);
+  const int64_t to = j == sizes_.end() ? sizes_.back().end_offset : j->base_offset;
+  // Appends still in flight are counted but cannot be trimmed yet.
+  return std::min(to, stream_->end_offset());
+}
+
+PartitionSnapshot Partition::snapshot(size_t max_entries) const {
+  PartitionSnapshot s;
+  std::lock_guard lock(mu_);
+  // Appends are issued under mu_, so none starts meanwhile; those in flight lie at or above the
+  // durable end and are left out (after a crash they may not exist).
+  const int64_t covered = stream_->end_offset();
+  s.covered_end = covered;
+  for (const auto& e : time_index_) {
+    if (e.base_offset >= covered) break;
+    s.time_index.push_back(e);
+  }
+  s.sizes_cumulative_before = sizes_cumulative_before_;
+  for (const auto& e : sizes_) {
+    if (e.end_offset > covered) break;
+    s.sizes.push_back(e);
+  }
+  for (const auto& [id, entry] : producers_.entries()) {
+    ProducerSnapshot p{id, entry.epoch, {}};
+    for (const auto& b : entry.batches) {
+      if (b.first_offset < covered) p.batches.push_back(b);
+    }
+    s.producers.push_back(std::move(p));
+  }
+  std::sort(s.producers.begin(), s.producers.end(),
+            [](const ProducerSnapshot& a, const ProducerSnapshot& b) {
+              return a.producer_id < b.producer_id;
+            });
+  thin_time_index(s.time_index, max_entries);
+  thin_size_index(s.sizes, max_entries);
+  return s;
+}
+
+Result<int64_t> Partition::write_snapshot() {
+  std::lock_guard lock(snapshot_mu_);
+  const int64_t pending = batches_since_snapshot_.load();
+  PartitionSnapshot s = snapshot(kSnapshotMaxIndexEntries);
+  SHALE_TRY(stream_->put_meta(kPartitionSnapshotKey, s.encode()));
+  batches_since_snapshot_.fetch_sub(pending);
+  snapshot_time_ms_.store(steady_ms());
+  return s.covered_end;
 }
 
 size_t Partition::producer_count() const {

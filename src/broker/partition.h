@@ -1,18 +1,23 @@
 // One Kafka partition on this broker: its data stream (storage::Stream, one stream offset per
 // Kafka record, one stream record per Kafka record batch), the idempotent-producer state, a
-// sparse time index, and the fetch requests waiting for new data.
+// time index, a batch-size index (retention.bytes, DescribeLogDirs), and the fetch requests
+// waiting for new data.
 //
 // Threads: a Partition is shared by every shard. mu_ guards the producer state, the time index
 // and the order of appends (next_offset() is read and the append issued under it, so offsets
 // are assigned in one order whichever shard produces). waiters_mu_ guards the waiter list only;
 // it is separate because append callbacks (which wake waiters) may run inline while mu_ is held.
-// open() blocks (MetaStore + reads); call it on a worker thread, never on a shard.
-// Side data: producer state and time index are rebuilt by replaying the stream at open(), so
-// they survive restarts (graceful or not) exactly as far as the acknowledged data does.
+// open() and write_snapshot() block (MetaStore + reads); call them on a worker thread, never on
+// a shard.
+// Side data: producer state and the indexes are derived from the batch headers. open() loads
+// the last snapshot (partition_snapshot.h) and replays the stream from the offset it covers, so
+// they survive restarts (graceful or not) exactly as far as the acknowledged data does. A
+// snapshot only ever covers durable offsets (below end_offset() when it was taken).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,6 +29,7 @@
 #include <asio/steady_timer.hpp>
 
 #include "base/result.h"
+#include "broker/partition_snapshot.h"
 #include "broker/producer_state.h"
 #include "protocol/errors.h"
 #include "protocol/record_batch.h"
@@ -63,8 +69,9 @@ class Partition {
   Partition(std::string topic, int32_t index, int64_t stream_id)
       : topic_(std::move(topic)), index_(index), stream_id_(stream_id) {}
 
-  // Blocking: opens the stream (fencing any earlier owner) and replays it.
-  Status open(storage::Engine& engine);
+  // Blocking: opens the stream (fencing any earlier owner), loads the side-data snapshot (unless
+  // use_snapshot is false, or it is unreadable) and replays the stream after it.
+  Status open(storage::Engine& engine, bool use_snapshot = true);
 
   const std::string& topic() const { return topic_; }
   int32_t index() const { return index_; }
@@ -98,15 +105,31 @@ class Partition {
   // retention.ms: the offset to trim to so that only batches whose max timestamp (running
   // maximum, as Kafka's time index) is >= cutoff remain; nullopt when nothing is that old.
   std::optional<int64_t> retention_offset(int64_t cutoff_ms) const;
+  // Bytes of the batches from the log start to the end (a batch the start falls inside counts
+  // whole), including appends still in flight.
+  int64_t size_bytes() const;
+  // retention.bytes: the offset to trim to (a batch boundary) so that at most limit_bytes
+  // remain; nullopt when the partition is within the limit.
+  std::optional<int64_t> retention_bytes_offset(int64_t limit_bytes) const;
+
+  // The side data as of the durable end (batches still in flight left out). max_entries > 0
+  // thins the indexes to that many entries each.
+  PartitionSnapshot snapshot(size_t max_entries = 0) const;
+  // Blocking: stores snapshot(kSnapshotMaxIndexEntries) with Stream::put_meta. Returns the
+  // offset it covers.
+  Result<int64_t> write_snapshot();
+  // Batches appended since the last snapshot written or loaded, and when that was (steady ms).
+  int64_t batches_since_snapshot() const { return batches_since_snapshot_.load(); }
+  int64_t snapshot_time_ms() const { return snapshot_time_ms_.load(); }
+  // Offset the snapshot loaded by open() covered (-1: none, a full replay).
+  int64_t loaded_snapshot_offset() const { return loaded_snapshot_offset_; }
+
+  static constexpr size_t kSnapshotMaxIndexEntries = 16384;
 
  private:
-  struct TimeIndexEntry {
-    int64_t max_timestamp;
-    int64_t base_offset;
-  };
-  void index_batch(const protocol::BatchHeader& h, int64_t base, int64_t max_ts,
-                   int64_t max_ts_offset);
-  Status replay();
+  void index_batch(int64_t base, int64_t end, int64_t bytes, int64_t max_ts, int64_t max_ts_offset);
+  Status replay(int64_t from);
+  void restore(const PartitionSnapshot& s);
 
   const std::string topic_;
   const int32_t index_;
@@ -119,6 +142,12 @@ class Partition {
   std::vector<TimeIndexEntry> time_index_;  // strictly increasing max_timestamp
   int64_t max_ts_ = -1;
   int64_t max_ts_offset_ = -1;
+  std::deque<SizeIndexEntry> sizes_;  // increasing offsets; front pruned below the log start
+  int64_t sizes_cumulative_before_ = 0;
+  std::mutex snapshot_mu_;  // one write_snapshot() at a time (maintenance thread, stop, tests)
+  std::atomic<int64_t> batches_since_snapshot_{0};
+  std::atomic<int64_t> snapshot_time_ms_{0};
+  int64_t loaded_snapshot_offset_ = -1;
 
   std::mutex waiters_mu_;
   std::vector<std::weak_ptr<FetchWaiter>> waiters_;

@@ -22,11 +22,25 @@ namespace {
 struct Prepared {
   ErrorCode error = ErrorCode::kNone;
   std::string message;
+  std::vector<std::pair<int32_t, std::string>> record_errors;  // (record index, message)
   std::vector<PreparedBatch> batches;
 };
 
+// now - ts, saturated (timestamps are client input and may be anything).
+int64_t age_ms(int64_t now, int64_t ts) {
+  int64_t d = 0;
+  if (__builtin_sub_overflow(now, ts, &d)) return ts < 0 ? INT64_MAX : INT64_MIN;
+  return d;
+}
+
+int64_t saturating_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 // Kafka's LogValidator checks, in the order Kafka applies them.
-Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& settings) {
+Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& settings, int64_t now) {
   Prepared out;
   if (!records || records->empty()) {
     out.error = ErrorCode::kInvalidRecord;
@@ -61,6 +75,10 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
       return out;
     }
     PreparedBatch pb{batch, -1, 0};
+    // message.timestamp.before/after.max.ms (Kafka 3.6+): CreateTime records only; a record
+    // without a timestamp (-1) is not checked. The first offending record fails the batch.
+    const bool check_ts = !settings.log_append_time;
+    int32_t record_index = 0;
     auto st = batch.for_each_record(
         [&](const protocol::RecordView& v) {
           int64_t ts = h.base_timestamp + v.timestamp_delta;
@@ -68,13 +86,30 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
             pb.max_timestamp = ts;
             pb.max_timestamp_delta = v.offset_delta;
           }
+          if (check_ts && ts != -1 && out.error == ErrorCode::kNone) {
+            const int64_t age = age_ms(now, ts);
+            if (age > settings.timestamp_before_max_ms ||
+                (age < 0 && age_ms(0, age) > settings.timestamp_after_max_ms)) {
+              out.error = ErrorCode::kInvalidTimestamp;
+              out.message =
+                  "Timestamp " + std::to_string(ts) + " of message with offset " +
+                  std::to_string(v.offset_delta) +
+                  " is out of range. The timestamp should be within [" +
+                  std::to_string(saturating_add(now, -settings.timestamp_before_max_ms)) + ", " +
+                  std::to_string(saturating_add(now, settings.timestamp_after_max_ms)) + "]";
+              out.record_errors.push_back({record_index, out.message});
+            }
+          }
+          ++record_index;
         },
         protocol::OffsetCheck::kProduce);
     if (!st.ok()) {
       out.error = protocol::batch_error_code(st.error());
       out.message = st.error().message;
+      out.record_errors.clear();
       return out;
     }
+    if (out.error != ErrorCode::kNone) return out;
     out.batches.push_back(std::move(pb));
   }
   if (out.batches.empty()) {
@@ -129,10 +164,15 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
         continue;
       }
       const auto& part = topic->partitions[static_cast<size_t>(pd.index)];
-      Prepared prep = prepare(pd.records, topic->settings);
+      Prepared prep = prepare(pd.records, topic->settings, now_ms());
       if (prep.error != ErrorCode::kNone) {
         pr.error_code = static_cast<int16_t>(prep.error);
         pr.error_message = prep.message;
+        for (auto& [index, msg] : prep.record_errors) {
+          auto& re = pr.record_errors.emplace_back();
+          re.batch_index = index;
+          re.batch_index_error_message = std::move(msg);
+        }
         continue;
       }
       const int64_t lat = topic->settings.log_append_time ? now_ms() : -1;

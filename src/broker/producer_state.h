@@ -4,8 +4,8 @@
 // offset it got the first time.
 //
 // Durability: the state is derived from the batches in the log (every stored batch carries its
-// producer id, epoch and base sequence), so a partition rebuilds it by replaying the log when it
-// opens (Partition::open); nothing else needs persisting.
+// producer id, epoch and base sequence), so a partition rebuilds it when it opens
+// (Partition::open) from its last snapshot plus a replay of the log after it.
 // Threads: not thread-safe; the owning Partition guards it with its mutex.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include <deque>
 #include <optional>
 #include <unordered_map>
+#include <utility>
 
 #include "protocol/errors.h"
 
@@ -26,6 +27,7 @@ struct ProducerBatch {
   int64_t first_offset = 0;
   int64_t last_offset = 0;
   int64_t timestamp = -1;  // the batch's max timestamp (or its LogAppendTime)
+  bool operator==(const ProducerBatch&) const = default;
 };
 
 struct ProducerEntry {
@@ -49,6 +51,11 @@ class ProducerStateMap {
   void record(int64_t producer_id, int16_t epoch, const ProducerBatch& b);
   size_t size() const { return producers_.size(); }
   const ProducerEntry* find(int64_t producer_id) const;
+  // Snapshots (partition_snapshot.h): every entry, and putting one back as it was.
+  const std::unordered_map<int64_t, ProducerEntry>& entries() const { return producers_; }
+  void restore(int64_t producer_id, ProducerEntry entry) {
+    producers_[producer_id] = std::move(entry);
+  }
 
  private:
   std::unordered_map<int64_t, ProducerEntry> producers_;

@@ -1,5 +1,6 @@
 #include "broker/topic_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 
@@ -24,9 +25,10 @@ const std::vector<TopicConfigKey> kKeys = {
      ""},
     {"max.message.bytes", T::kInt, "1048588", "message.max.bytes", "largest record batch accepted"},
     {"message.timestamp.after.max.ms", T::kLong, "3600000", "log.message.timestamp.after.max.ms",
-     ""},
+     "largest amount a CreateTime timestamp may lie ahead of the broker's clock"},
     {"message.timestamp.before.max.ms", T::kLong, "9223372036854775807",
-     "log.message.timestamp.before.max.ms", ""},
+     "log.message.timestamp.before.max.ms",
+     "largest amount a CreateTime timestamp may lie behind the broker's clock"},
     {"message.timestamp.type", T::kString, "CreateTime", "log.message.timestamp.type",
      "CreateTime or LogAppendTime"},
     {"min.cleanable.dirty.ratio", T::kDouble, "0.5", "log.cleaner.min.cleanable.ratio", ""},
@@ -124,6 +126,10 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
     return invalid(bad_value(name, v, "Value must be at least 0"));
   } else if (name == "retention.ms" && n < -1) {
     return invalid(bad_value(name, v, "Value must be at least -1"));
+  } else if ((name == "message.timestamp.before.max.ms" ||
+              name == "message.timestamp.after.max.ms") &&
+             n < 0) {
+    return invalid(bad_value(name, v, "Value must be at least 0"));
   } else if (name == "segment.bytes" && n < 14) {
     return invalid(bad_value(name, v, "Value must be at least 14"));
   } else if (name == "segment.ms" && n < 1) {
@@ -134,16 +140,64 @@ Status validate_topic_config(std::string_view name, const std::optional<std::str
   return ok_status();
 }
 
+std::optional<std::string> BrokerTopicDefaults::dynamic_value(const std::string& broker_key) const {
+  if (auto it = dynamic_broker.find(broker_key); it != dynamic_broker.end()) return it->second;
+  if (auto it = dynamic_default.find(broker_key); it != dynamic_default.end()) return it->second;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& dynamic_broker_keys() {
+  static const std::vector<std::string> keys = {
+      "log.retention.ms",
+      "log.retention.bytes",
+      "message.max.bytes",
+      "log.message.timestamp.before.max.ms",
+      "log.message.timestamp.after.max.ms",
+  };
+  return keys;
+}
+
+Status validate_dynamic_broker_config(std::string_view name,
+                                      const std::optional<std::string>& value) {
+  const auto& keys = dynamic_broker_keys();
+  if (std::find(keys.begin(), keys.end(), name) == keys.end()) {
+    return invalid("Cannot update these configs dynamically: Set(" + std::string(name) + ")");
+  }
+  if (!value) return ok_status();
+  int64_t n = 0;
+  if (!parse_long(*value, n) || (name == "message.max.bytes" && (n < INT32_MIN || n > INT32_MAX))) {
+    return invalid(bad_value(
+        name, *value,
+        name == "message.max.bytes" ? "Not a number of type INT" : "Not a number of type LONG"));
+  }
+  const int64_t min = name == "log.retention.ms"      ? -1
+                      : name == "log.retention.bytes" ? INT64_MIN
+                                                      : 0;
+  if (n < min) {
+    return invalid(bad_value(name, *value, "Value must be at least " + std::to_string(min)));
+  }
+  return ok_status();
+}
+
 DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDefaults& d) {
   const std::string name = key.name;
   if (key.broker_synonym != nullptr) {
-    auto it = d.static_overrides.find(key.broker_synonym);
-    if (it != d.static_overrides.end()) return {it->second, true};
+    const std::string syn = key.broker_synonym;
+    if (auto it = d.dynamic_broker.find(syn); it != d.dynamic_broker.end()) {
+      return {it->second, kSourceDynamicBroker};
+    }
+    if (auto it = d.dynamic_default.find(syn); it != d.dynamic_default.end()) {
+      return {it->second, kSourceDynamicDefaultBroker};
+    }
+    auto it = d.static_overrides.find(syn);
+    if (it != d.static_overrides.end()) return {it->second, kSourceStaticBroker};
   }
-  if (name == "retention.ms") return {std::to_string(d.retention_ms), false};
-  if (name == "retention.bytes") return {std::to_string(d.retention_bytes), false};
-  if (name == "max.message.bytes") return {std::to_string(d.max_message_bytes), false};
-  return {key.default_value, false};
+  if (name == "retention.ms") return {std::to_string(d.retention_ms)};
+  if (name == "retention.bytes") return {std::to_string(d.retention_bytes)};
+  if (name == "max.message.bytes") return {std::to_string(d.max_message_bytes)};
+  if (name == "message.timestamp.before.max.ms") return {std::to_string(d.timestamp_before_max_ms)};
+  if (name == "message.timestamp.after.max.ms") return {std::to_string(d.timestamp_after_max_ms)};
+  return {key.default_value};
 }
 
 TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& overrides,
@@ -153,6 +207,15 @@ TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& o
   s.retention_bytes = defaults.retention_bytes;
   s.max_message_bytes = defaults.max_message_bytes;
   int64_t n = 0;
+  // Dynamic broker values replace the static defaults (they were validated when set).
+  auto dynamic = [&](const char* broker_key, int64_t& out) {
+    if (auto v = defaults.dynamic_value(broker_key); v && parse_long(*v, n)) out = n;
+  };
+  dynamic("log.retention.ms", s.retention_ms);
+  dynamic("log.retention.bytes", s.retention_bytes);
+  int64_t max_bytes = s.max_message_bytes;
+  dynamic("message.max.bytes", max_bytes);
+  s.max_message_bytes = static_cast<int32_t>(max_bytes);
   if (auto it = overrides.find("retention.ms");
       it != overrides.end() && parse_long(it->second, n)) {
     s.retention_ms = n;
@@ -164,6 +227,18 @@ TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& o
   if (auto it = overrides.find("max.message.bytes");
       it != overrides.end() && parse_long(it->second, n)) {
     s.max_message_bytes = static_cast<int32_t>(n);
+  }
+  s.timestamp_before_max_ms = defaults.timestamp_before_max_ms;
+  s.timestamp_after_max_ms = defaults.timestamp_after_max_ms;
+  dynamic("log.message.timestamp.before.max.ms", s.timestamp_before_max_ms);
+  dynamic("log.message.timestamp.after.max.ms", s.timestamp_after_max_ms);
+  if (auto it = overrides.find("message.timestamp.before.max.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.timestamp_before_max_ms = n;
+  }
+  if (auto it = overrides.find("message.timestamp.after.max.ms");
+      it != overrides.end() && parse_long(it->second, n)) {
+    s.timestamp_after_max_ms = n;
   }
   std::string ts_type = "CreateTime";
   if (auto it = defaults.static_overrides.find("log.message.timestamp.type");

@@ -186,6 +186,67 @@ Status TopicManager::load() {
   return ok_status();
 }
 
+BrokerTopicDefaults TopicManager::defaults() const {
+  std::shared_lock lock(mu_);
+  return defaults_;
+}
+
+namespace {
+
+// "key=value" lines; keys and values are validated config names and numbers.
+std::string encode_config_map(const std::map<std::string, std::string>& m) {
+  std::string out;
+  for (const auto& [k, v] : m) out += k + "=" + v + "\n";
+  return out;
+}
+
+std::map<std::string, std::string> decode_config_map(const std::string& s) {
+  std::map<std::string, std::string> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    if (nl == std::string::npos) nl = s.size();
+    const std::string line = s.substr(pos, nl - pos);
+    if (auto eq = line.find('='); eq != std::string::npos) {
+      out[line.substr(0, eq)] = line.substr(eq + 1);
+    }
+    pos = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+Status TopicManager::load_dynamic_configs(const std::string& node_key) {
+  std::lock_guard admin(admin_mu_);
+  auto dflt = meta_->get(ns_ + "/broker-configs/default");
+  if (!dflt.ok()) return std::move(dflt).error();
+  auto mine = meta_->get(ns_ + "/broker-configs/" + node_key);
+  if (!mine.ok()) return std::move(mine).error();
+  std::unique_lock lock(mu_);
+  if (dflt->has_value()) defaults_.dynamic_default = decode_config_map((*dflt)->value);
+  if (mine->has_value()) defaults_.dynamic_broker = decode_config_map((*mine)->value);
+  return ok_status();
+}
+
+Status TopicManager::set_dynamic_configs(bool per_broker, const std::string& node_key,
+                                         std::map<std::string, std::string> configs) {
+  std::lock_guard admin(admin_mu_);
+  const std::string key = ns_ + "/broker-configs/" + (per_broker ? node_key : "default");
+  SHALE_TRY(meta_->put(key, encode_config_map(configs)));
+  BrokerTopicDefaults d = defaults();
+  (per_broker ? d.dynamic_broker : d.dynamic_default) = std::move(configs);
+  std::vector<TopicPtr> topics = list();
+  std::unique_lock lock(mu_);
+  defaults_ = d;
+  for (const auto& old : topics) {
+    auto t = std::make_shared<Topic>(*old);
+    t->settings = TopicSettings::resolve(t->configs, d);
+    by_name_[t->name] = std::move(t);
+  }
+  return ok_status();
+}
+
 void TopicManager::publish(TopicPtr t) {
   std::unique_lock lock(mu_);
   by_name_[t->name] = std::move(t);

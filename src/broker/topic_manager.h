@@ -59,7 +59,17 @@ class TopicManager {
   TopicPtr find(const protocol::Uuid& id) const;
   std::vector<TopicPtr> list() const;
   std::shared_ptr<Partition> partition(std::string_view topic, int32_t index) const;
-  const BrokerTopicDefaults& defaults() const { return defaults_; }
+  // The broker-level topic defaults, including the dynamic broker configs (a copy: they can
+  // change at run time).
+  BrokerTopicDefaults defaults() const;
+
+  // Blocking: replaces one layer of dynamic broker configs (per_broker: this broker's, else
+  // the cluster-wide defaults), persists it at `<ns>/broker-configs/<node_key or "default">`
+  // and re-resolves the settings of every topic. Values must be validated already.
+  Status set_dynamic_configs(bool per_broker, const std::string& node_key,
+                             std::map<std::string, std::string> configs);
+  // Blocking: reads both layers (call before load()).
+  Status load_dynamic_configs(const std::string& node_key);
 
   // Blocking. Errors: kAlreadyExists, kInvalidArgument (name, collision), storage errors.
   Result<TopicPtr> create(const std::string& name, int32_t partitions,
@@ -80,7 +90,7 @@ class TopicManager {
   storage::Engine* engine_;
   meta::MetaStore* meta_;
   const std::string ns_;
-  const BrokerTopicDefaults defaults_;
+  BrokerTopicDefaults defaults_;  // guarded by mu_ for readers; changed under admin_mu_ too
 
   std::mutex admin_mu_;
   mutable std::shared_mutex mu_;

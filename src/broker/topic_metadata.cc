@@ -30,15 +30,25 @@ MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t
 }  // namespace
 
 asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
-                                                  protocol::MetadataRequest req) {
+                                                  protocol::MetadataRequest req,
+                                                  std::string listener) {
   MetadataResponse resp;
-  for (const auto& ep : b.config().endpoints) {
+  // One entry per node, with its address on the listener the client came in on (as Kafka
+  // does); a listener without an advertised address (or none given) gets the first one.
+  const auto& eps = b.config().endpoints;
+  const AdvertisedEndpoint* ep = eps.empty() ? nullptr : &eps.front();
+  for (const auto& e : eps) {
+    if (e.listener == listener) {
+      ep = &e;
+      break;
+    }
+  }
+  if (ep != nullptr) {
     auto& br = resp.brokers.emplace_back();
     br.node_id = b.node_id();
-    br.host = ep.host;
-    br.port = ep.port;
+    br.host = ep->host;
+    br.port = ep->port;
     if (!b.config().rack.empty()) br.rack = b.config().rack;
-    break;  // one entry per node: the first advertised listener
   }
   if (version >= 2) resp.cluster_id = b.config().cluster_id;
   resp.controller_id = b.node_id();

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Black-box tests of the broker data path through `shale serve`, with kcat (librdkafka) as the
-client and hand-made Kafka frames for the error cases.
+client, hand-made Kafka frames for the error cases, and Kafka's own CLI tools (scripts/kafka) for
+kafka-log-dirs and kafka-configs.
 
 Usage: broker_test.py <case>   (SHALE_BIN names the binary; no case lists them)
 """
+import json
 import os
 import re
 import signal
@@ -12,6 +14,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 SHALE = os.environ.get("SHALE_BIN", "build/release/bin/shale")
 BANNER = re.compile(r"^Shale \S+ serving Kafka on 127\.0\.0\.1:(\d+) ")
@@ -21,11 +24,11 @@ STORAGE = ["s3.wal.capacity=67108864", "s3.wal.cache.size=67108864",
 
 
 class Broker:
-    def __init__(self, data_dir):
+    def __init__(self, data_dir, extra=()):
         self.data_dir = data_dir
         args = [SHALE, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
                 "--override", "data.dir=" + data_dir]
-        for o in STORAGE:
+        for o in STORAGE + list(extra):
             args += ["--override", o]
         self.stderr = open(os.path.join(data_dir + ".stderr.log"), "a+")
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=self.stderr, text=True)
@@ -224,6 +227,99 @@ def case_bad_requests(tmp):
         assert corr == 10 and res[0] == (0, 2), res
         got = [g[2] for g in consume(b, "bad")]
         assert got == ["seed", "ok", "ok"], got
+    finally:
+        b.stop()
+
+
+def list_offsets_v1(corr, topic, partition, timestamp):
+    body = struct.pack(">i", -1) + struct.pack(">i", 1) + string(topic)
+    body += struct.pack(">iiq", 1, partition, timestamp)
+    head = struct.pack(">hhi", 2, 1, corr) + string("broker-test")
+    return struct.pack(">i", len(head) + len(body)) + head + body
+
+
+def earliest_offset(broker, topic):
+    s = socket.create_connection(("127.0.0.1", broker.port))
+    try:
+        s.sendall(list_offsets_v1(1, topic, 0, -2))
+        frame = read_frame(s)
+    finally:
+        s.close()
+    # correlation id, 1 topic (name), 1 partition: index, error, timestamp, offset
+    pos = 4 + 4
+    ln, = struct.unpack_from(">h", frame, pos)
+    pos += 2 + ln + 4
+    _index, err, _ts, offset = struct.unpack_from(">ihqq", frame, pos)
+    assert err == 0, err
+    return offset
+
+
+def kafka_tool(broker, tool, *args):
+    script = os.path.join(os.environ.get("SHALE_SOURCE_DIR", "."), "scripts", "kafka")
+    r = subprocess.run([script, "tool", tool, "--bootstrap-server", broker.bootstrap] + list(args),
+                       capture_output=True, text=True, timeout=180)
+    if r.returncode != 0:
+        raise AssertionError("%s %s failed (%d): %s%s\nbroker log:\n%s" %
+                             (tool, " ".join(args), r.returncode, r.stdout, r.stderr, broker.log()))
+    return r.stdout
+
+
+def log_dir_sizes(broker):
+    """partition name -> size from kafka-log-dirs --describe, plus the one log dir's path."""
+    out = kafka_tool(broker, "kafka-log-dirs", "--describe")
+    line = [ln for ln in out.splitlines() if ln.startswith("{")]
+    assert line, "kafka-log-dirs printed no JSON:\n" + out
+    doc = json.loads(line[-1])
+    dirs = doc["brokers"][0]["logDirs"]
+    assert len(dirs) == 1, doc
+    assert dirs[0]["error"] is None, doc
+    for p in dirs[0]["partitions"]:
+        assert p["offsetLag"] == 0 and p["isFuture"] is False, p
+    return dirs[0]["logDir"], {p["partition"]: p["size"] for p in dirs[0]["partitions"]}
+
+
+def case_log_dirs_and_retention_bytes(tmp):
+    data = os.path.join(tmp, "data")
+    b = Broker(data, ["log.retention.check.interval.ms=200"])
+    try:
+        # 10 batches of 50 records each (-X linger/batch settings keep kcat's batches apart).
+        for i in range(10):
+            produce(b, "sized", ["v%d-%03d" % (i, j) for j in range(50)])
+        log_dir, sizes = log_dir_sizes(b)
+        assert log_dir == os.path.realpath(data) or log_dir == data, (log_dir, data)
+        total = sizes.get("sized-0", 0)
+        assert total > 0, sizes
+        assert earliest_offset(b, "sized") == 0
+        # Keep about a third: the retention thread (every 200 ms) trims whole batches from the
+        # front until at most that many bytes remain.
+        limit = total // 3
+        kafka_tool(b, "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name",
+                   "sized", "--add-config", "retention.bytes=%d" % limit)
+        start = 0
+        for _ in range(600):
+            start = earliest_offset(b, "sized")
+            if start > 0:
+                break
+            time.sleep(0.1)
+        assert 0 < start < 500, start
+        _, after = log_dir_sizes(b)
+        assert 0 < after["sized-0"] <= limit, (after, limit)
+        got = consume(b, "sized")
+        assert int(got[0][1]) == start and len(got) == 500 - start, (got[0], len(got))
+        # A dynamic cluster-wide default (kafka-configs --entity-type brokers --entity-default)
+        # applies once the topic's own value is removed: one byte keeps nothing.
+        kafka_tool(b, "kafka-configs", "--alter", "--entity-type", "brokers", "--entity-default",
+                   "--add-config", "log.retention.bytes=1")
+        kafka_tool(b, "kafka-configs", "--alter", "--entity-type", "topics", "--entity-name",
+                   "sized", "--delete-config", "retention.bytes")
+        for _ in range(600):
+            if earliest_offset(b, "sized") == 500:
+                break
+            time.sleep(0.1)
+        assert earliest_offset(b, "sized") == 500
+        desc = kafka_tool(b, "kafka-configs", "--describe", "--entity-type", "topics",
+                          "--entity-name", "sized", "--all")
+        assert "DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.bytes=1" in desc, desc
     finally:
         b.stop()
 

@@ -161,6 +161,9 @@ TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
   EXPECT_GT((every_version<protocol::DescribeClusterRequest, protocol::DescribeClusterResponse>(
                 [](int16_t) { return protocol::DescribeClusterRequest{}; })),
             0);
+  EXPECT_GT((every_version<protocol::DescribeLogDirsRequest, protocol::DescribeLogDirsResponse>(
+                [](int16_t) { return protocol::DescribeLogDirsRequest{}; })),
+            0);
   int grow = 1;
   EXPECT_GT((every_version<protocol::CreatePartitionsRequest, protocol::CreatePartitionsResponse>(
                 [&](int16_t) {
@@ -190,6 +193,29 @@ TEST_F(RouterTest, ApiVersionsListsExactlyTheRoutedApis) {
       }
     }
     EXPECT_TRUE(found) << k.api_key;
+  }
+}
+
+// Metadata describes this broker by its address on the listener the client connected to.
+TEST_F(RouterTest, MetadataAdvertisesTheListenerTheClientUsed) {
+  broker_->set_endpoints({{"PLAINTEXT", "broker.example", 9092}, {"INTERNAL", "10.0.0.1", 9093}});
+  for (const std::string listener : {"PLAINTEXT", "INTERNAL", "UNKNOWN"}) {
+    protocol::MetadataRequest req;
+    auto frame = protocol::encode_request_frame(7, std::string("c"), 12, req);
+    ASSERT_TRUE(frame.ok());
+    net::ConnectionInfo conn{1, 0, listener, "127.0.0.1:1"};
+    net::Response r = run(dispatcher().handle(conn, frame->slice(4, frame->size() - 4)));
+    ASSERT_TRUE(r.frame.has_value());
+    protocol::Reader rd(r.frame->flatten());
+    protocol::ResponseHeader h;
+    ASSERT_TRUE(protocol::decode_response_header(rd, ApiKey::kMetadata, 12, h).ok());
+    protocol::MetadataResponse resp;
+    ASSERT_TRUE(resp.decode(rd, 12).ok());
+    ASSERT_EQ(resp.brokers.size(), 1u) << listener;
+    EXPECT_EQ(resp.brokers[0].node_id, 1);
+    // An unknown listener name falls back to the first advertised endpoint.
+    EXPECT_EQ(resp.brokers[0].host, listener == "INTERNAL" ? "10.0.0.1" : "broker.example");
+    EXPECT_EQ(resp.brokers[0].port, listener == "INTERNAL" ? 9093 : 9092);
   }
 }
 

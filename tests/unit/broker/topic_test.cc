@@ -258,9 +258,78 @@ TEST_P(BothEngines, IncrementalAlterConfigsErrorsAreKafkas) {
             static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
   EXPECT_EQ(code(incremental("alt", {{"retention.ms", 2, "5"}})),  // APPEND on a non-list
             static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
-  EXPECT_EQ(code(incremental("1", {{"retention.ms", 0, "1"}}, 4)),  // broker resource
+  EXPECT_EQ(code(incremental("7", {{"log.retention.ms", 0, "1"}}, 4)),  // another broker
             static_cast<int16_t>(protocol::ErrorCode::kInvalidRequest));
+  EXPECT_EQ(code(incremental("1", {{"retention.ms", 0, "1"}}, 4)),  // a topic key on a broker
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
   EXPECT_EQ(broker_->topics().find("alt")->configs.count("retention.ms"), 0u);
+}
+
+// Dynamic broker configs: the cluster-wide default layer (resource "") and this broker's layer
+// (resource "1") override the static topic defaults, are reported with Kafka's sources and
+// synonyms, apply to existing topics at once, and persist.
+TEST_P(BothEngines, DynamicBrokerConfigsLayerOverTheStaticDefaults) {
+  create_topic("dyn", 1);
+  create_topic("own", 1, {{"retention.ms", "5"}});
+  auto code = [&](protocol::IncrementalAlterConfigsRequest req) {
+    auto r = run(handle_incremental_alter_configs(*broker_, 1, std::move(req)));
+    return r.responses.at(0).error_code;
+  };
+  auto describe_topic = [&](const std::string& topic) {
+    protocol::DescribeConfigsRequest req;
+    req.include_synonyms = true;
+    req.resources.push_back({2, topic, std::vector<std::string>{"retention.ms"}});
+    return run(handle_describe_configs(*broker_, 4, std::move(req))).results.at(0).configs.at(0);
+  };
+  EXPECT_EQ(code(incremental("", {{"log.retention.ms", 0, "1234"}}, 4)), 0);
+  EXPECT_EQ(broker_->topics().find("dyn")->settings.retention_ms, 1234);
+  EXPECT_EQ(broker_->topics().find("own")->settings.retention_ms, 5);  // topic override wins
+  auto c = describe_topic("dyn");
+  EXPECT_EQ(c.value, "1234");
+  EXPECT_EQ(c.config_source, kSourceDynamicDefaultBroker);
+  ASSERT_EQ(c.synonyms.size(), 2u);
+  EXPECT_EQ(c.synonyms[0].source, kSourceDynamicDefaultBroker);
+  EXPECT_EQ(c.synonyms[1].value, "604800000");
+
+  EXPECT_EQ(code(incremental("1", {{"log.retention.ms", 0, "99"}}, 4)), 0);
+  EXPECT_EQ(code(incremental("1", {{"log.retention.ms", 0, "-5"}}, 4)),
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
+  EXPECT_EQ(code(incremental("", {{"num.partitions", 0, "3"}}, 4)),
+            static_cast<int16_t>(protocol::ErrorCode::kInvalidConfig));
+  c = describe_topic("dyn");
+  EXPECT_EQ(c.value, "99");
+  EXPECT_EQ(c.config_source, kSourceDynamicBroker);
+  ASSERT_EQ(c.synonyms.size(), 3u);
+
+  // The broker resources: "" lists only the cluster-wide dynamic values; "1" everything.
+  protocol::DescribeConfigsRequest req;
+  req.include_synonyms = true;
+  req.resources.push_back({4, "", std::nullopt});
+  req.resources.push_back({4, "1", std::vector<std::string>{"log.retention.ms", "node.id"}});
+  auto r = run(handle_describe_configs(*broker_, 4, std::move(req)));
+  ASSERT_EQ(r.results.at(0).configs.size(), 1u);
+  EXPECT_EQ(r.results[0].configs[0].name, "log.retention.ms");
+  EXPECT_EQ(r.results[0].configs[0].value, "1234");
+  EXPECT_EQ(r.results[0].configs[0].config_source, kSourceDynamicDefaultBroker);
+  ASSERT_EQ(r.results.at(1).configs.size(), 2u);
+  EXPECT_EQ(r.results[1].configs[0].name, "node.id");  // table order
+  EXPECT_TRUE(r.results[1].configs[0].read_only);
+  EXPECT_EQ(r.results[1].configs[1].value, "99");
+  EXPECT_EQ(r.results[1].configs[1].config_source, kSourceDynamicBroker);
+  EXPECT_FALSE(r.results[1].configs[1].read_only);
+
+  restart();
+  EXPECT_EQ(broker_->topics().find("dyn")->settings.retention_ms, 99);
+  EXPECT_EQ(code(incremental("1", {{"log.retention.ms", 1, ""}}, 4)), 0);
+  EXPECT_EQ(broker_->topics().find("dyn")->settings.retention_ms, 1234);
+  // AlterConfigs replaces the whole layer: an empty set clears it.
+  protocol::AlterConfigsRequest clear;
+  auto& res = clear.resources.emplace_back();
+  res.resource_type = 4;
+  res.resource_name = "";
+  EXPECT_EQ(run(handle_alter_configs(*broker_, 2, std::move(clear))).responses.at(0).error_code, 0);
+  EXPECT_EQ(broker_->topics().find("dyn")->settings.retention_ms, 604800000);
+  EXPECT_EQ(describe_topic("dyn").config_source, kSourceDefault);
 }
 
 TEST_P(BothEngines, AlterConfigsReplacesAllOverridesAndHonoursValidateOnly) {
