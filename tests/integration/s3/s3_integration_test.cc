@@ -1,6 +1,7 @@
 // The S3 backend against a real S3-compatible server that checks signatures: a wrong secret is
 // refused, then put/get/range/list (past 1000 keys, so continuation tokens are used)/delete/
-// multipart and the error paths (missing key, missing bucket) run for real.
+// multipart and the error paths (missing key, missing bucket) run for real. The storage
+// engine's own tests against the same server are in s3_engine_test.cc.
 // The server is scripts/s3-test-server (moto), started here on 127.0.0.1 and a free port and
 // stopped at the end; SHALE_S3_ENDPOINT etc. point the test at another server instead.
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@
 
 #include "objstore/factory.h"
 #include "objstore/s3_store.h"
+#include "s3_server.h"
 
 extern char** environ;
 
@@ -29,12 +31,10 @@ extern char** environ;
   } while (0)
 
 namespace shale::objstore {
+ServerInfo g_info;
+
 namespace {
 
-struct ServerInfo {
-  std::string endpoint, bucket, region, access_key, secret_key;
-};
-ServerInfo g_info;
 pid_t g_server_pid = -1;
 
 std::string json_field(const std::string& json, const std::string& name) {
@@ -104,9 +104,10 @@ class S3ServerEnv : public ::testing::Environment {
   std::string info_path_;
 };
 
+}  // namespace
+
 std::unique_ptr<ObjectStore> open_store(const std::string& secret, const std::string& bucket,
-                                        int page_size = 1000, bool path_style = true,
-                                        std::string endpoint = "") {
+                                        int page_size, bool path_style, std::string endpoint) {
   if (endpoint.empty()) endpoint = g_info.endpoint;
   std::string uri = "0@s3://" + bucket + "?region=" + g_info.region + "&endpoint=" + endpoint +
                     "&pathStyle=" + (path_style ? "true" : "false") +
@@ -120,6 +121,8 @@ std::unique_ptr<ObjectStore> open_store(const std::string& secret, const std::st
   EXPECT_TRUE(s.ok()) << s.error().to_string();
   return std::move(s).value();
 }
+
+namespace {
 
 BufferChain chain(const std::string& s) {
   BufferChain c;
