@@ -106,25 +106,29 @@ class Tables(unittest.TestCase):
     def test_header(self):
         head = self.table.splitlines()[0]
         self.assertEqual(head, "| figure | Kafka | Kafka fsync | Shale | Shale / Kafka | "
-                               "Shale / Kafka fsync | better at equal durability |")
+                               "Shale / Kafka fsync | better at equal durability | "
+                               "better than Kafka defaults |")
 
     def test_throughput_row(self):
         self.assertEqual(self.row("produced (MiB/s)"),
-                         ["produced (MiB/s)", "62.5", "25.0", "50.0", "0.80×", "2.00×", "Shale"])
+                         ["produced (MiB/s)", "62.5", "25.0", "50.0", "0.80×", "2.00×", "Shale",
+                          "**Kafka**"])
         self.assertEqual(self.row("produced (msg/s)")[1:4], ["1,000", "400", "800"])
 
     def test_kafka_wins_where_it_wins(self):
         self.assertEqual(self.row("produce latency p99 (ms)"),
                          ["produce latency p99 (ms)", "5.00", "20.0", "40.0", "8.00×", "2.00×",
-                          "**Kafka**"])
-        self.assertEqual(self.row("end-to-end latency p99 (ms)")[-1], "tie")
+                          "**Kafka**", "**Kafka**"])
+        self.assertEqual(self.row("end-to-end latency p99 (ms)")[-2:], ["tie", "**Kafka**"])
 
     def test_cpu_memory_objects(self):
-        self.assertEqual(self.row("broker peak RSS (MiB)")[-1], "Shale")
-        self.assertEqual(self.row("broker CPU per GiB moved (in + out) (CPU s/GiB)")[-1], "Shale")
+        self.assertEqual(self.row("broker peak RSS (MiB)")[-2:], ["Shale", "Shale"])
+        cpu = self.row("broker CPU per GiB moved (in + out) (CPU s/GiB)")
+        # 30 s / 5.86 GiB vs 30 s / 2.93 GiB (fsync) and 40 s / 7.32 GiB (defaults): 0.50, 0.94.
+        self.assertEqual(cpu[4:], ["0.94×", "0.50×", "Shale", "Shale"])
         puts = self.row("object PUTs (per GiB produced)")
         self.assertEqual(puts[1:4], ["—", "—", "4.10"])  # 12 PUTs / 2.93 GiB
-        self.assertEqual(puts[4:], ["—", "—", ""])
+        self.assertEqual(puts[4:], ["—", "—", "", ""])
 
     def test_inexact_latencies_are_marked(self):
         quick = dict(SHALE, exact=False)
@@ -138,6 +142,8 @@ class Tables(unittest.TestCase):
         self.assertIn("produce p99 40.0 vs 20.0 ms (2.00×)", h)
         self.assertIn("Kafka (fsync) is better on: produce latency p50 (ms), "
                       "produce latency p99 (ms)", h)
+        self.assertIn("Kafka (defaults, no fsync) is better on: produced (msg/s), produced "
+                      "(MiB/s), consumed (msg/s), consumed (MiB/s), produce latency p50 (ms)", h)
 
     def test_search_table_and_sustained(self):
         ok = report.sustained(SHALE, 800)
@@ -205,6 +211,13 @@ class Report(unittest.TestCase):
             self.assertIn("## Tail read", text)
             self.assertIn("![Tail read](2026-11-30-host-tail-read.png)", text)
             self.assertIn("flush.messages=1", text)
+            self.assertNotIn("Load generator warnings", text)
+            warned = {"shale": dict(SHALE, tool_warnings=["test phase: The send loop is 1465 ms "
+                                                          "behind the target rate"])}
+            report.write_report(path, {"title": "t", "facts": []}, [("x", "X", warned, "")],
+                                plots=False)
+            with open(path) as f:
+                self.assertIn("- Shale: test phase: The send loop is 1465 ms behind", f.read())
             with open(os.path.join(d, "2026-11-30-host-tail-read.png"), "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
 
