@@ -374,6 +374,56 @@ def headline(scen_runs):
     return "\n".join(out)
 
 
+def goals_table(by_name):
+    """Issue #6's goals, measured on Shale's rows against Kafka with fsync (equal durability).
+    by_name: {scenario name: {system: run}}. Goals whose runs are missing are left out."""
+    rows = []
+
+    def fig(scen, system):
+        run = by_name.get(scen, {}).get(system)
+        return figures(run) if run else None
+
+    def met(ok):
+        return "met" if ok else "**not met**"
+
+    s, k = fig("tail-read", "shale"), fig("tail-read", "kafka-fsync")
+    if s and k:
+        r = ratio(s["in_mibs"], k["in_mibs"])
+        ok = r is not None and r >= 2 and s["prod_p99"] is not None and k["prod_p99"] is not None \
+            and s["prod_p99"] <= k["prod_p99"]
+        rows.append(("tail read: sustained throughput ≥ 2× Kafka's at a p99 no higher",
+                     "%s (p99 %s vs %s ms)" % (fmt_ratio(r), fmt(s["prod_p99"], "ms"),
+                                               fmt(k["prod_p99"], "ms")), met(ok)))
+    m = fig("many-partitions", "shale")
+    if s and m:
+        r = ratio(m["in_mibs"], s["in_mibs"])
+        rows.append(("1,280 partitions keep ≥ 90 % of the 16-partition throughput (capped by the "
+                     "fixed rate)", "%.0f %%" % (100 * r) if r is not None else "—",
+                     met(r is not None and r >= 0.9)))
+    c = by_name.get("catch-up", {}).get("shale", {}).get("catchup")
+    if c:
+        if c.get("p99_before") and c.get("p99_during") is not None:
+            rise = c["p99_during"] / c["p99_before"] - 1.0
+            rows.append(("catch-up: producers' p99 rises ≤ 10 %", "%+.0f %%" % (100 * rise),
+                         met(rise <= 0.10)))
+        if c.get("read_over_produce") is not None:
+            rows.append(("catch-up: consumers read ≥ 3× the produce rate",
+                         fmt_ratio(c["read_over_produce"]), met(c["read_over_produce"] >= 3)))
+    puts = [(n, figures(r["shale"])["puts_per_gib"]) for n, r in by_name.items() if "shale" in r]
+    puts = [(n, v) for n, v in puts if v is not None]
+    if puts:
+        worst = max(puts, key=lambda x: x[1])
+        # 1 PUT per 8 MiB = 128 PUTs per GiB.
+        rows.append(("≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB)",
+                     "worst %s per GiB (%s)" % (fmt(worst[1], "1/GiB"), worst[0]),
+                     met(worst[1] <= 128)))
+    if not rows:
+        return ""
+    out = ["| goal | Shale | |", "| --- | --- | --- |"]
+    out += ["| %s | %s | %s |" % r for r in rows]
+    return "\n".join(out)
+
+
 def write_report(path, meta, scen_runs, plots=True):
     """scen_runs: [(scenario name, title, {system: run}, description)]. Writes the Markdown file
     at `path` and one PNG per scenario next to it (<stem>-<scenario>.png)."""
@@ -393,6 +443,9 @@ def write_report(path, meta, scen_runs, plots=True):
         lines += ["## Notes", ""] + ["- " + n for n in meta["notes"]] + [""]
     lines += ["## Headline (Shale vs Kafka with fsync before ack)", "",
               headline([(n, t, r) for n, t, r, _ in scen_runs]) or "(no scenario ran on both)", ""]
+    goals = goals_table({n: r for n, _, r, _ in scen_runs})
+    if goals:
+        lines += ["## Issue #6 goals", "", goals, ""]
     for name, title, runs, desc in scen_runs:
         lines += ["## %s" % title, "", desc, ""]
         if name == "tail-read":

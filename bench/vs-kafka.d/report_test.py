@@ -164,6 +164,26 @@ class Tables(unittest.TestCase):
                       "of target |", t)
 
 
+class Goals(unittest.TestCase):
+    def test_goals(self):
+        many = dict(SHALE, result=perf_json(720, 65536, 60, 30.0, 30.0))
+        c = {"p99_before": 10.0, "p99_during": 12.0, "read_over_produce": 4.0}
+        t = report.goals_table({
+            "tail-read": {"shale": SHALE, "kafka-fsync": KAFKA_FSYNC},
+            "many-partitions": {"shale": many},
+            "catch-up": {"shale": dict(SHALE, catchup=c)}})
+        # 2× the throughput but a higher p99 (40 vs 20 ms): not met.
+        self.assertIn("| tail read: sustained throughput ≥ 2× Kafka's at a p99 no higher | "
+                      "2.00× (p99 40.0 vs 20.0 ms) | **not met** |", t)
+        self.assertIn("(capped by the fixed rate) | 90 % | met |", t)
+        self.assertIn("| catch-up: producers' p99 rises ≤ 10 % | +20 % | **not met** |", t)
+        self.assertIn("| catch-up: consumers read ≥ 3× the produce rate | 4.00× | met |", t)
+        # The worst scenario: the same 12 PUTs over fewer bytes (720 msg/s).
+        self.assertIn("| ≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB) | worst 4.55 per GiB "
+                      "(many-partitions) | met |", t)
+        self.assertEqual(report.goals_table({}), "")
+
+
 class Periods(unittest.TestCase):
     def test_parse_period(self):
         p = report.parse_period(period_line(5.0, 200.0, 0.2, 18.7, backlog_k=1.5), "test")
