@@ -455,8 +455,9 @@ def write_report(path, meta, scen_runs, plots=True):
         warns = ["%s: %s" % (SHORT[sys_], w) for sys_ in SYSTEMS if sys_ in runs
                  for w in runs[sys_].get("tool_warnings", [])]
         if warns:
-            lines += ["Load generator warnings (figures may be limited by the tool, not the "
-                      "broker):", ""] + ["- " + w for w in warns] + [""]
+            lines += ["Load generator warnings (its send loop fell behind the target rate: the "
+                      "broker pushed back, or the tool lacked CPU):", ""] + \
+                ["- " + w for w in warns] + [""]
         if name == "catch-up":
             lines += [catchup_table(runs), ""]
         if plots:
