@@ -166,22 +166,37 @@ class Tables(unittest.TestCase):
 
 class Goals(unittest.TestCase):
     def test_goals(self):
-        many = dict(SHALE, result=perf_json(720, 65536, 60, 30.0, 30.0))
+        many = dict(SHALE, rate=720, result=perf_json(720, 65536, 60, 30.0, 30.0))
+        tail = dict(SHALE, rate=800, search=[{"rate": 800, "sustained": True}])
         c = {"p99_before": 10.0, "p99_during": 12.0, "read_over_produce": 4.0}
         t = report.goals_table({
-            "tail-read": {"shale": SHALE, "kafka-fsync": KAFKA_FSYNC},
+            "tail-read": {"shale": tail, "kafka-fsync": KAFKA_FSYNC},
             "many-partitions": {"shale": many},
             "catch-up": {"shale": dict(SHALE, catchup=c)}})
         # 2× the throughput but a higher p99 (40 vs 20 ms): not met.
         self.assertIn("| tail read: sustained throughput ≥ 2× Kafka's at a p99 no higher | "
                       "2.00× (p99 40.0 vs 20.0 ms) | **not met** |", t)
-        self.assertIn("(capped by the fixed rate) | 90 % | met |", t)
+        self.assertIn("| 1,280 partitions keep ≥ 90 % of the 16-partition throughput | 720 msg/s "
+                      "at 1,280 partitions held; 16 partitions sustained 800 msg/s | met |", t)
         self.assertIn("| catch-up: producers' p99 rises ≤ 10 % | +20 % | **not met** |", t)
         self.assertIn("| catch-up: consumers read ≥ 3× the produce rate | 4.00× | met |", t)
         # The worst scenario: the same 12 PUTs over fewer bytes (720 msg/s).
         self.assertIn("| ≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB) | worst 4.55 per GiB "
                       "(many-partitions) | met |", t)
         self.assertEqual(report.goals_table({}), "")
+
+    def test_many_partitions_goal_verdicts(self):
+        def goal(many_rate, many_p99, tail_rate=800):
+            many = dict(SHALE, rate=many_rate,
+                        result=perf_json(many_rate, 65536, 60, many_p99, many_p99))
+            tail = dict(SHALE, rate=tail_rate, search=[{"rate": tail_rate, "sustained": True}])
+            t = report.goals_table({"tail-read": {"shale": tail},
+                                    "many-partitions": {"shale": many}})
+            return t.splitlines()[2].split(" | ")[-1].rstrip(" |")
+
+        self.assertEqual(goal(800, 80.0), "**not met**")  # failed at the 16-partition rate
+        self.assertTrue(goal(400, 10.0).startswith("inconclusive"))  # held, but far below
+        self.assertTrue(goal(1000, 80.0).startswith("inconclusive"))  # failed above it
 
 
 class Periods(unittest.TestCase):
