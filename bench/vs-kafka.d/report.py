@@ -121,6 +121,7 @@ FIGURES = [
     ("cpu_per_gib", "broker CPU per GiB moved (in + out)", "CPU s/GiB", False),
     ("peak_rss_mib", "broker peak RSS", "MiB", False),
     ("puts_per_gib", "object PUTs", "per GiB produced", False),
+    ("puts_per_gib_up", "object PUTs", "per GiB uploaded", False),
     ("gets_per_gib", "object GETs", "per GiB consumed", False),
 ]
 LATENCY_KEYS = {"prod_p50", "prod_p99", "prod_p999", "prod_max", "e2e_p50", "e2e_p99",
@@ -153,6 +154,8 @@ def figures(run):
     s = run.get("shale")
     f["puts_per_gib"] = s["object_puts"] / in_gib if s and in_gib > 0 else None
     f["gets_per_gib"] = s["object_gets"] / out_gib if s and out_gib > 0 else None
+    up_gib = s["bytes_uploaded"] / GIB if s and s.get("bytes_uploaded") else 0
+    f["puts_per_gib_up"] = s["object_puts"] / up_gib if up_gib > 0 else None
     return f
 
 
@@ -423,12 +426,15 @@ def goals_table(by_name):
         if c.get("read_over_produce") is not None:
             rows.append(("catch-up: consumers read ≥ 3× the produce rate",
                          fmt_ratio(c["read_over_produce"]), met(c["read_over_produce"] >= 3)))
-    puts = [(n, figures(r["shale"])["puts_per_gib"]) for n, r in by_name.items() if "shale" in r]
+    # Per GiB uploaded, not produced: uploads are by size or every 60 s, so a short phase's
+    # PUTs need not belong to the bytes produced in it.
+    puts = [(n, figures(r["shale"])["puts_per_gib_up"]) for n, r in by_name.items()
+            if "shale" in r]
     puts = [(n, v) for n, v in puts if v is not None]
     if puts:
         worst = max(puts, key=lambda x: x[1])
         # 1 PUT per 8 MiB = 128 PUTs per GiB.
-        rows.append(("≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB)",
+        rows.append(("≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB uploaded)",
                      "worst %s per GiB (%s)" % (fmt(worst[1], "1/GiB"), worst[0]),
                      met(worst[1] <= 128)))
     if not rows:
@@ -488,8 +494,9 @@ def write_report(path, meta, scen_runs, plots=True):
               "- Peak RSS: `VmHWM` of the broker process, reset at the start of each scenario "
               "(`/proc/<pid>/clear_refs`).",
               "- Object PUTs/GETs: deltas of Shale's `--metrics-file` counters over the measured "
-              "phase (uploads happen by size or every `s3.wal.upload.interval.ms`, so short phases "
-              "are noisy).",
+              "phase, per GiB produced, uploaded or consumed in it (uploads happen by size or "
+              "every `s3.wal.upload.interval.ms`, so per GiB produced is noisy in short phases; "
+              "per GiB uploaded is not).",
               "- ≈ marks latency percentiles rebuilt from the per-second lines (quick mode): "
               "count-weighted means of per-second percentiles, not exact histogram percentiles.",
               ""]

@@ -79,6 +79,7 @@ class Figures(unittest.TestCase):
         in_gib = 800 * 60 * 65536 / GIB
         self.assertAlmostEqual(f["puts_per_gib"], 12 / in_gib)
         self.assertAlmostEqual(f["gets_per_gib"], 6 / in_gib)
+        self.assertAlmostEqual(f["puts_per_gib_up"], 4.0)  # 12 PUTs / 3 GiB uploaded
         self.assertIsNone(report.figures(KAFKA)["puts_per_gib"])
 
     def test_ratio_and_verdict(self):
@@ -180,9 +181,11 @@ class Goals(unittest.TestCase):
                       "at 1,280 partitions held; 16 partitions sustained 800 msg/s | met |", t)
         self.assertIn("| catch-up: producers' p99 rises ≤ 10 % | +20 % | **not met** |", t)
         self.assertIn("| catch-up: consumers read ≥ 3× the produce rate | 4.00× | met |", t)
-        # The worst scenario: the same 12 PUTs over fewer bytes (720 msg/s).
-        self.assertIn("| ≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB) | worst 4.55 per GiB "
-                      "(many-partitions) | met |", t)
+        self.assertIn("| ≤ 1 object PUT per 8 MiB ingested (≤ 128 per GiB uploaded) | worst "
+                      "4.00 per GiB (tail-read) | met |", t)
+        many_puts = dict(many, shale={"object_puts": 300, "object_gets": 0, "bytes_uploaded": GIB})
+        t = report.goals_table({"tail-read": {"shale": tail}, "x": {"shale": many_puts}})
+        self.assertIn("| worst 300 per GiB (x) | **not met** |", t)
         self.assertEqual(report.goals_table({}), "")
 
     def test_many_partitions_goal_verdicts(self):
