@@ -2,14 +2,22 @@
 // listeners, print one banner line on stdout, and run until SIGTERM or SIGINT.
 //
 // Threads: main() blocks SIGINT/SIGTERM before any thread starts, so only its sigwait() sees
-// them; the shards (net::ShardPool) run everything else.
+// them; the shards (net::ShardPool) run everything else. With --metrics-file, one more thread
+// (MetricsWriter) rewrites that file every interval from thread-safe getters only.
 #include <signal.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -45,6 +53,112 @@ uint64_t physical_memory() {
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
 }
 
+// Writes the storage engine's counters, the listener's connection counts and this process's
+// CPU and peak RSS as one JSON object to `path`, atomically (temp file + rename) so that a
+// reader (bench/vs-kafka, a monitoring agent) never sees a partial file. Every `interval_ms`
+// on its own thread, and once more from write_final() after shutdown.
+class MetricsWriter {
+ public:
+  MetricsWriter(std::string path, int64_t interval_ms, const storage::Engine* engine,
+                const net::Server* server)
+      : path_(std::move(path)), interval_ms_(interval_ms), engine_(engine), server_(server) {}
+  ~MetricsWriter() { stop(); }
+
+  // Writes once synchronously, so a bad path is a start-up error rather than a silent gap.
+  Status start() {
+    SHALE_TRY(write_once());
+    thread_ = std::thread([this] { run(); });
+    return ok_status();
+  }
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+  void write_final() {
+    stop();
+    if (auto st = write_once(); !st.ok()) spdlog::warn("metrics file: {}", st.error().message);
+  }
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    while (!stopping_) {
+      cv_.wait_for(lk, std::chrono::milliseconds(interval_ms_), [this] { return stopping_; });
+      if (stopping_) break;
+      lk.unlock();
+      if (auto st = write_once(); !st.ok() && limiter_.allow()) {
+        spdlog::warn("metrics file: {}", st.error().message);
+      }
+      lk.lock();
+    }
+  }
+
+  Status write_once() {
+    const storage::EngineStats e = engine_->stats();
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    auto secs = [](const timeval& tv) {
+      return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+    };
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    std::string j = "{\n";
+    j += "  \"time_ms\": " +
+         std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(now).count()) + ",\n";
+    j += "  \"process\": {\"cpu_user_seconds\": " + std::to_string(secs(ru.ru_utime)) +
+         ", \"cpu_system_seconds\": " + std::to_string(secs(ru.ru_stime)) +
+         ", \"max_rss_bytes\": " + std::to_string(static_cast<uint64_t>(ru.ru_maxrss) * 1024) +
+         "},\n";
+    j += "  \"net\": {\"open_connections\": " + std::to_string(server_->open_connections()) +
+         ", \"accepted_connections\": " + std::to_string(server_->accepted_connections()) + "},\n";
+    const std::pair<const char*, uint64_t> fields[] = {
+        {"wal_bytes_written", e.wal_bytes_written},
+        {"wal_writes", e.wal_writes},
+        {"wal_used_bytes", e.wal_used_bytes},
+        {"log_cache_bytes", e.log_cache_bytes},
+        {"log_cache_unuploaded_bytes", e.log_cache_unuploaded_bytes},
+        {"block_cache_bytes", e.block_cache_bytes},
+        {"object_puts", e.object_puts},
+        {"object_gets", e.object_gets},
+        {"objects_uploaded", e.objects_uploaded},
+        {"bytes_uploaded", e.bytes_uploaded},
+        {"appends_refused", e.appends_refused},
+        {"compactions", e.compactions},
+        {"objects_deleted", e.objects_deleted},
+    };
+    j += "  \"storage\": {";
+    for (size_t i = 0; i < std::size(fields); ++i) {
+      j += std::string(i ? ", " : "") + "\"" + fields[i].first +
+           "\": " + std::to_string(fields[i].second);
+    }
+    j += "}\n}\n";
+    const std::string tmp = path_ + ".tmp";
+    {
+      std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+      f << j;
+      f.flush();
+      if (!f) return Error{Errc::kIoError, "cannot write " + tmp, false};
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp, path_, ec);
+    if (ec) return Error{Errc::kIoError, "cannot rename " + tmp + ": " + ec.message(), false};
+    return ok_status();
+  }
+
+  const std::string path_;
+  const int64_t interval_ms_;
+  const storage::Engine* engine_;
+  const net::Server* server_;
+  log::RateLimiter limiter_{10000};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 int fail(const std::string& msg, int code = 1) {
   std::fprintf(stderr, "shale serve: %s\n", msg.c_str());
   return code;
@@ -56,6 +170,8 @@ int serve_main(int argc, char** argv) {
   std::vector<std::string> overrides;
   std::string log_level = "info";
   bool print_docs = false;
+  std::string metrics_file;
+  int64_t metrics_interval_ms = 1000;
   cli.add_option("--config", config_file, "server.properties file to read");
   cli.add_option("--override", overrides, "key=value, applied after the file (repeatable)")
       ->take_all()
@@ -64,6 +180,11 @@ int serve_main(int argc, char** argv) {
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
   cli.add_flag("--print-config-docs", print_docs,
                "print docs/configuration.md (generated from the key table) and exit");
+  cli.add_option("--metrics-file", metrics_file,
+                 "rewrite this JSON file (atomically) with storage, connection and process "
+                 "counters every --metrics-interval-ms (docs/operations.md)");
+  cli.add_option("--metrics-interval-ms", metrics_interval_ms, "period of --metrics-file")
+      ->check(CLI::Range(int64_t{100}, int64_t{3600000}));
   cli.footer("\n" + config_help_text());
   try {
     cli.parse(argc, argv);
@@ -206,6 +327,18 @@ int serve_main(int argc, char** argv) {
   broker::register_group_handlers(dispatcher, groups.handlers());
   pool.start();
   server.start();
+  std::unique_ptr<MetricsWriter> metrics;
+  if (!metrics_file.empty()) {
+    metrics =
+        std::make_unique<MetricsWriter>(metrics_file, metrics_interval_ms, engine->get(), &server);
+    if (auto st = metrics->start(); !st.ok()) {
+      server.stop();
+      pool.stop(0);
+      groups.stop();
+      broker.stop();
+      return fail("--metrics-file: " + st.error().message);
+    }
+  }
 
   std::string where = host_port(eps.at(0));
   std::string try_addr = where;
@@ -225,6 +358,7 @@ int serve_main(int argc, char** argv) {
   groups.stop();
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
+  if (metrics) metrics->write_final();  // includes the shutdown's uploads
   spdlog::info("stopped");
   return 0;
 }
