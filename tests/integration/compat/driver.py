@@ -424,12 +424,19 @@ class Member:
 
 
 class Run:
+    count = 0  # runs started by this process
+
     def __init__(self, args, broker, workdir):
         self.args = args
         self.broker = broker
         self.workdir = workdir
         self.cmd = client_command(args.client, args)
+        # Unique per run of this process too: a retried reference run must not find the first
+        # attempt's topic and group on a shared broker.
+        Run.count += 1
         tag = "%s-%d" % (args.client.replace("-", ""), os.getpid())
+        if Run.count > 1:
+            tag += "-%d" % Run.count
         self.topic = "compat-" + tag
         self.group = "compat-group-" + tag
         self.n = args.records
@@ -710,6 +717,19 @@ def main():
         print("compat broker %s: PASS" % ("up" if args.up else "down"))
         return 0
 
+    ok = run_once(args)
+    if not ok and args.broker == "kafka" and not args.bootstrap:
+        # The Kafka runs are the reference that proves the scenario itself; a client stall there
+        # (kafka-python once stopped heartbeating against Kafka under load) is not what the
+        # matrix tests, so the reference gets one more attempt. Runs against Shale get none.
+        log("the reference run against Apache Kafka failed; retrying it once")
+        ok = run_once(args)
+    print("compat %s/%s: %s" % (args.client, args.broker, "PASS" if ok else "FAIL"))
+    return 0 if ok else 1
+
+
+def run_once(args):
+    """Runs the scenario once; returns True when it passed."""
     workdir = tempfile.mkdtemp(prefix="shale-compat-%s-" % args.client)
     broker = None
     shared = bool(args.broker_state or args.bootstrap)
@@ -770,8 +790,7 @@ def main():
             "%s against %s: %d records produced, %d consumed, %d problems, %.1f s"
             % (args.client, args.broker, run.n, len(run.consumed), len(run.problems), time.monotonic() - T0)
         )
-    print("compat %s/%s: %s" % (args.client, args.broker, "PASS" if ok else "FAIL"))
-    return 0 if ok else 1
+    return ok
 
 
 if __name__ == "__main__":

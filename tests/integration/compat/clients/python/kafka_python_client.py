@@ -13,7 +13,8 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 import records  # noqa: E402
 
-from kafka import ConsumerRebalanceListener, KafkaAdminClient, KafkaConsumer, KafkaProducer  # noqa: E402
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer  # noqa: E402
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener  # noqa: E402
 from kafka.errors import KafkaError  # noqa: E402
 from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
 
@@ -101,13 +102,23 @@ def consume(args):
         emit({"ev": "commit", "offs": {str(p): o for p, o in pending.items()}})
         pending.clear()
 
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
+    # kafka-python 3.x runs rebalance listeners on the consumer's event loop: a blocking
+    # c.commit() inside a sync listener waits on that same loop and deadlocks it (heartbeats
+    # stop, the coordinator evicts the member). The async listener awaits the commit instead.
+    class Listener(AsyncConsumerRebalanceListener):
+        async def on_partitions_revoked(self, revoked):
             # Commit what was consumed before another member takes the partitions over.
-            commit_pending()
+            if pending:
+                offs = {TopicPartition(args.topic, p): OffsetAndMetadata(o, "", -1) for p, o in pending.items()}
+                try:
+                    await c.commit_async(offsets=offs)
+                    emit({"ev": "commit", "offs": {str(p): o for p, o in pending.items()}})
+                    pending.clear()
+                except KafkaError as e:
+                    emit({"ev": "commit_failed", "error": repr(e)})
             emit({"ev": "revoked", "parts": sorted(tp.partition for tp in revoked)})
 
-        def on_partitions_assigned(self, assigned):
+        async def on_partitions_assigned(self, assigned):
             emit({"ev": "assigned", "parts": sorted(tp.partition for tp in assigned)})
 
     c.subscribe([args.topic], listener=Listener())
