@@ -33,7 +33,8 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
       [bp](const RequestContext& ctx,
            ProduceRequest& req) -> asio::awaitable<std::optional<ProduceResponse>> {
         const bool no_response = req.acks == 0;
-        ProduceResponse resp = co_await handle_produce(*bp, ctx.version(), std::move(req));
+        ProduceResponse resp =
+            co_await handle_produce(*bp, ctx.version(), std::move(req), &ctx.order);
         if (no_response) co_return std::nullopt;
         co_return std::optional<ProduceResponse>(std::move(resp));
       });

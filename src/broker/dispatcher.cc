@@ -52,7 +52,8 @@ asio::awaitable<net::Response> Dispatcher::unsupported_api_versions(
   co_return net::Response::reply(std::move(frame).value());
 }
 
-asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& conn, Buffer frame) {
+asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& conn, Buffer frame,
+                                                  net::RequestOrder& order) {
   if (frame.size() < 4) {
     co_return reject(bad_request_log_, conn,
                      fmt::format("request of {} bytes has no header", frame.size()));
@@ -84,7 +85,7 @@ asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& con
                      fmt::format("unsupported version {} of {} (we support {}-{})", version,
                                  protocol::api_name(e->key), e->min_version, e->max_version));
   }
-  RequestContext ctx{conn, header};
+  RequestContext ctx{conn, header, order};
   auto result = co_await e->invoke(ctx, r);
   if (!result.ok()) {
     co_return reject(bad_request_log_, conn,

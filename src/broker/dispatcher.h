@@ -39,6 +39,9 @@ namespace shale::broker {
 struct RequestContext {
   const net::ConnectionInfo& conn;
   const protocol::RequestHeader& header;
+  // The connection's order: a handler whose effects are fixed before it finishes (a produce
+  // once its appends are submitted) releases it so the connection's next request can start.
+  net::RequestOrder& order;
   int16_t version() const noexcept { return header.request_api_version; }
 };
 
@@ -84,7 +87,9 @@ class Dispatcher : public net::FrameHandler {
   std::vector<ApiRange> supported() const;
   bool handles(protocol::ApiKey key) const { return find(static_cast<int16_t>(key)) != nullptr; }
 
-  asio::awaitable<net::Response> handle(const net::ConnectionInfo& conn, Buffer frame) override;
+  using net::FrameHandler::handle;
+  asio::awaitable<net::Response> handle(const net::ConnectionInfo& conn, Buffer frame,
+                                        net::RequestOrder& order) override;
 
   // Response header (version chosen by the API table) followed by the body.
   template <typename Resp>

@@ -11,6 +11,7 @@
 #include <asio/awaitable.hpp>
 
 #include "broker/broker.h"
+#include "net/frame_handler.h"
 #include "protocol/generated/alter_configs_request.h"
 #include "protocol/generated/alter_configs_response.h"
 #include "protocol/generated/create_partitions_request.h"
@@ -45,9 +46,12 @@
 namespace shale::broker {
 
 // Produce v3+. For acks=0 the caller sends no response (the returned one is discarded), but
-// the appends still happen.
+// the appends still happen. `order`, when given, is released once every append has been
+// submitted (offsets assigned, in the WAL's queue): the connection's next request may then
+// start while this one waits for durability, so pipelined produces still share a WAL write.
 asio::awaitable<protocol::ProduceResponse> handle_produce(Broker& b, int16_t version,
-                                                          protocol::ProduceRequest req);
+                                                          protocol::ProduceRequest req,
+                                                          net::RequestOrder* order = nullptr);
 asio::awaitable<protocol::FetchResponse> handle_fetch(Broker& b, int16_t version,
                                                       protocol::FetchRequest req);
 asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(

@@ -140,7 +140,8 @@ void fit_to_version(ProduceResponse& resp, int16_t version) {
 
 }  // namespace
 
-asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, ProduceRequest req) {
+asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, ProduceRequest req,
+                                                net::RequestOrder* order) {
   ProduceResponse resp;
   const bool valid_acks = req.acks == 0 || req.acks == 1 || req.acks == -1;
   auto latch = std::make_shared<CallbackLatch>();
@@ -195,6 +196,8 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
     fit_to_version(resp, version);
     co_return resp;
   }
+  // Every append is in order now; only durability is awaited.
+  if (order != nullptr) order->release();
   co_await latch->wait();
   for (auto& s : slots) {
     if (s.pending && !s.result->ok() && s.resp->error_code == 0) {

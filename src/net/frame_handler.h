@@ -3,9 +3,14 @@
 // next. The broker supplies the handler (decode header, route by API key, encode response).
 //
 // Threads: handle() is called on the connection's shard and its coroutine is started there; it
-// may hop to other shards (ShardPool::run_on) and come back. Calls for one connection may
-// overlap (pipelining, up to the configured in-flight bound) and may finish in any order; the
-// server writes the responses in request order regardless.
+// may hop to other shards (ShardPool::run_on) and come back.
+// Order (Kafka's rule: a connection's requests take effect in the order they were sent): the
+// server starts the handler of a connection's next request only once the current one has
+// finished or has called RequestOrder::release(), which a handler calls once the effects of its
+// request are fixed in order (e.g. a produce whose appends have been submitted and now only
+// waits for durability). Until then later requests are read ahead and queued, not handled.
+// Handlers that released may finish in any order; the server writes the responses in request
+// order regardless.
 // Lifetime: the handler object must outlive the Server and the ShardPool it runs on (a handler
 // coroutine cut short by a shutdown is destroyed with the pool).
 #pragma once
@@ -41,13 +46,33 @@ struct Response {
   static Response close_connection() { return Response{std::nullopt, true}; }
 };
 
+// The handle a request's handler gets on its connection's order. release() says "my effects are
+// in order: the next request of this connection may start". Idempotent, callable from any
+// thread, valid until handle() returns; finishing handle() releases implicitly.
+class RequestOrder {
+ public:
+  virtual void release() = 0;
+
+ protected:
+  ~RequestOrder() = default;
+};
+
 class FrameHandler {
  public:
   virtual ~FrameHandler() = default;
   // `frame` excludes the size prefix; it is a slice of the buffer the server read it into and
   // can be kept (sliced, stored) without copying. An exception escaping handle() is logged
-  // (rate-limited) and closes the connection.
-  virtual asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame) = 0;
+  // (rate-limited) and closes the connection. `order` may be released early (see above).
+  virtual asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame,
+                                           RequestOrder& order) = 0;
+  // For callers outside a connection (tests, tools): no order to release.
+  asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame) {
+    struct Unordered final : RequestOrder {
+      void release() override {}
+    };
+    static Unordered none;
+    return handle(conn, std::move(frame), none);
+  }
   // Called on the connection's shard when a connection opens and after it has closed; useful
   // for per-connection state (e.g. SASL later). Default: nothing.
   virtual void on_open(const ConnectionInfo&) {}

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include <asio/detached.hpp>
+#include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
 #include <asio/steady_timer.hpp>
@@ -118,7 +119,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
   }
 
  private:
-  struct Slot {
+  // One request, from the moment it is read until its response is written.
+  struct Slot final : RequestOrder {
+    explicit Slot(std::weak_ptr<Connection> c, Buffer f)
+        : conn(std::move(c)), frame(std::move(f)) {}
+    // From any thread: hands the connection's order to the next request, on the shard.
+    void release() override {
+      if (release_sent.exchange(true)) return;
+      if (auto c = conn.lock()) {
+        asio::post(c->socket_.get_executor(), [c] { c->order_released(); });
+      }
+    }
+    std::weak_ptr<Connection> conn;
+    Buffer frame;  // until the handler starts
+    std::atomic<bool> release_sent{false};
     bool done = false;
     Response resp;
     std::array<uint8_t, 4> prefix{};
@@ -135,7 +149,6 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   awaitable<void> read_loop(std::shared_ptr<Connection> self) {
     const size_t max_inflight = std::max<size_t>(1, srv_->opts.max_inflight_per_connection);
-    auto ex = socket_.get_executor();
     // The next size prefix; body reads also fill it when the client has already sent it
     // (pipelining), which saves one read call per request.
     std::array<uint8_t, 4> hdr;
@@ -201,18 +214,38 @@ class Connection : public std::enable_shared_from_this<Connection> {
       last_activity_ = Clock::now();
       const uint8_t* p = mem.get();
       Buffer frame(std::shared_ptr<const void>(std::move(mem), p), p, static_cast<size_t>(size));
-      auto slot = std::make_shared<Slot>();
+      auto slot = std::make_shared<Slot>(self, std::move(frame));
       queue_.push_back(slot);
-      asio::co_spawn(ex, handle_one(self, std::move(slot), std::move(frame)), asio::detached);
+      waiting_.push_back(std::move(slot));
+      start_next();
     }
     close();
+  }
+
+  // Starts the oldest request not yet handled when no request holds the connection's order
+  // (Kafka's muted channel: one request at a time takes effect, in arrival order). On the shard.
+  void start_next() {
+    if (holding_ || waiting_.empty() || closed_ || stop_starting_) return;
+    auto slot = std::move(waiting_.front());
+    waiting_.pop_front();
+    holding_ = true;
+    Buffer frame = std::move(slot->frame);
+    asio::co_spawn(socket_.get_executor(),
+                   handle_one(shared_from_this(), std::move(slot), std::move(frame)),
+                   asio::detached);
+  }
+
+  // The request holding the order released it (explicitly or by finishing). On the shard.
+  void order_released() {
+    holding_ = false;
+    start_next();
   }
 
   awaitable<void> handle_one(std::shared_ptr<Connection> /*keep_alive*/, std::shared_ptr<Slot> slot,
                              Buffer frame) {
     Response r;
     try {
-      r = co_await srv_->handler.handle(info_, std::move(frame));
+      r = co_await srv_->handler.handle(info_, std::move(frame), *slot);
     } catch (const std::exception& e) {
       uint64_t suppressed = 0;
       if (srv_->handler_error_log.allow(&suppressed)) {
@@ -230,11 +263,13 @@ class Connection : public std::enable_shared_from_this<Connection> {
     if (r.close) {
       // Stop reading: requests after this one will not be answered.
       close_requested_ = true;
+      stop_starting_ = true;
       reader_wake_.cancel();
     }
     slot->resp = std::move(r);
     slot->done = true;
     writer_wake_.cancel();
+    slot->release();  // no-op when the handler released already
   }
 
   awaitable<void> write_loop(std::shared_ptr<Connection> /*keep_alive*/) {
@@ -307,6 +342,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Clock::time_point last_activity_;
   // Requests in arrival order, handled or not; the writer pops from the front.
   std::deque<std::shared_ptr<Slot>> queue_;
+  // Requests read but not yet started, in arrival order (a suffix of queue_).
+  std::deque<std::shared_ptr<Slot>> waiting_;
+  // A started request has not released the order yet: nothing else may start.
+  bool holding_ = false;
+  // A handler asked to close: requests after it are never started.
+  bool stop_starting_ = false;
   bool opened_ = false;
   bool closed_ = false;
   bool close_requested_ = false;

@@ -5,9 +5,11 @@
 //
 // Threads: start()/stop() are called from one control thread (not a shard). Acceptors run on
 // shard 0; a connection lives entirely on its shard. Counters are atomics readable anywhere.
-// Invariants: at most `max_inflight_per_connection` requests of one connection are being
-// handled at once (reading pauses at the bound); responses leave in request order; a frame
-// whose size is negative or above `max_request_bytes` closes only its own connection.
+// Invariants: a connection's requests start their handlers one at a time in arrival order, the
+// next one only once the previous has finished or released the order (frame_handler.h), so
+// their effects happen in the order they were sent; at most `max_inflight_per_connection` are
+// read ahead or being handled (reading pauses at the bound); responses leave in request order;
+// a frame whose size is negative or above `max_request_bytes` closes only its own connection.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,8 @@
 // Produce and Fetch over a real Broker: offsets, validation errors, durability before the
 // response, back-pressure, idempotent producers, long-poll and incremental fetch sessions.
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include "broker_test_util.h"
 
@@ -105,6 +107,30 @@ TEST_F(BrokerTest, ProduceAnswersOnlyAfterTheAppendIsDurable) {
   auto r = fut.get();
   EXPECT_EQ(r.responses[0].partition_responses[0].error_code, 0);
   EXPECT_EQ(broker_->topics().partition("d", 0)->high_watermark(), 2);
+}
+
+// A produce releases its connection's order once its appends are submitted, before they are
+// durable: the connection's next request may start (and append behind it) while it waits.
+TEST_F(BrokerTest, ProduceReleasesTheConnectionOrderOnceAppendsAreSubmitted) {
+  create_topic("o", 1);
+  fake_->hold_appends(true);
+  struct Order final : net::RequestOrder {
+    void release() override { released.fetch_add(1); }
+    std::atomic<int> released{0};
+  } order;
+  protocol::ProduceRequest req;
+  req.acks = -1;
+  auto& td = req.topic_data.emplace_back();
+  td.name = "o";
+  td.partition_data.push_back({0, batch(2)});
+  auto fut = spawn(handle_produce(*broker_, 9, std::move(req), &order));
+  for (int i = 0; i < 2000 && order.released.load() == 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(order.released.load(), 1);
+  EXPECT_EQ(fut.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout);
+  fake_->release_held();
+  EXPECT_EQ(fut.get().responses[0].partition_responses[0].error_code, 0);
 }
 
 TEST_F(BrokerTest, BackPressureIsARetriableError) {

@@ -5,9 +5,11 @@
 #include <sys/socket.h>
 #include <sys/time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <set>
 #include <string>
 #include <thread>
@@ -29,7 +31,10 @@ namespace {
 using asio::ip::tcp;
 
 // Test handler: the frame's text decides what happens.
-//   "delay:<ms>:<tag>"  answers <tag> after a timer of <ms> (to finish out of order)
+//   "delay:<ms>:<tag>"  answers <tag> after a timer of <ms>
+//   "early:<ms>:<tag>"  releases the connection's order at once, then answers <tag> after <ms>
+//                       (so released requests overlap and finish out of order)
+//   "hold:<ms>:<tag>"   releases the order after <ms>, then answers <tag> after another <ms>
 //   "none"              no response
 //   "close"             closes the connection without answering
 //   "bye:<tag>"         answers <tag> and then closes
@@ -43,7 +48,8 @@ class TestHandler : public FrameHandler {
  public:
   explicit TestHandler(ShardPool& pool) : pool_(pool) {}
 
-  asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame) override {
+  asio::awaitable<Response> handle(const ConnectionInfo& conn, Buffer frame,
+                                   RequestOrder& order) override {
     calls.fetch_add(1);
     int now = in_flight_.fetch_add(1) + 1;
     int prev = max_in_flight.load();
@@ -54,12 +60,29 @@ class TestHandler : public FrameHandler {
       ~Done() { n.fetch_sub(1); }
     } done{in_flight_};
     std::string s(frame.view());
+    const std::string tag = s.substr(s.rfind(':') + 1);
+    note("start:" + tag);
     auto ex = co_await asio::this_coro::executor;
+    if (s.rfind("early:", 0) == 0 || s.rfind("hold:", 0) == 0) {
+      auto colon = s.find(':', 5);
+      int ms = std::stoi(s.substr(s.find(':') + 1, colon - s.find(':') - 1));
+      asio::steady_timer t(ex, std::chrono::milliseconds(ms));
+      if (s[0] == 'h') {
+        co_await t.async_wait(asio::use_awaitable);
+        t.expires_after(std::chrono::milliseconds(ms));
+      }
+      note("release:" + tag);
+      order.release();
+      co_await t.async_wait(asio::use_awaitable);
+      note("end:" + tag);
+      co_return reply(tag);
+    }
     if (s.rfind("delay:", 0) == 0) {
       auto colon = s.find(':', 6);
       int ms = std::stoi(s.substr(6, colon - 6));
       asio::steady_timer t(ex, std::chrono::milliseconds(ms));
       co_await t.async_wait(asio::use_awaitable);
+      note("end:" + tag);
       co_return reply(s.substr(colon + 1));
     }
     if (s == "none") co_return Response::none();
@@ -113,7 +136,19 @@ class TestHandler : public FrameHandler {
   std::atomic<int> closed{0};
   std::atomic<int> max_in_flight{0};
 
+  // Events in the order they happened ("start:<tag>", "release:<tag>", "end:<tag>").
+  std::vector<std::string> events() {
+    std::lock_guard lk(mu_);
+    return events_;
+  }
+
  private:
+  void note(std::string e) {
+    std::lock_guard lk(mu_);
+    events_.push_back(std::move(e));
+  }
+  std::mutex mu_;
+  std::vector<std::string> events_;
   ShardPool& pool_;
   std::atomic<int> in_flight_{0};
 };
@@ -251,19 +286,71 @@ TEST_F(ServerTest, PipelinedFramesOfMixedSizes) {
   for (const auto& b : bodies) ASSERT_EQ(c.recv(), b);
 }
 
-TEST_F(ServerTest, KeepsRequestOrderWhenHandlersFinishOutOfOrder) {
+TEST_F(ServerTest, KeepsResponseOrderWhenReleasedHandlersFinishOutOfOrder) {
   ServerOptions o;
   o.max_inflight_per_connection = 16;
   start(o);
   Client c(port_);
   std::string all;
-  // Earlier requests take longer, so handlers complete in reverse order.
+  // Earlier requests take longer and release the order at once, so handlers overlap and
+  // complete in reverse order.
   for (int i = 0; i < 10; ++i) {
-    all += Client::frame("delay:" + std::to_string((10 - i) * 15) + ":r" + std::to_string(i));
+    all += Client::frame("early:" + std::to_string((10 - i) * 15) + ":r" + std::to_string(i));
   }
   c.send_raw(all);
   for (int i = 0; i < 10; ++i) ASSERT_EQ(c.recv(), "r" + std::to_string(i));
   EXPECT_GT(handler_->max_in_flight.load(), 1);  // they really overlapped
+}
+
+// Kafka's rule: a connection's requests take effect in the order they were sent. A request
+// that does not release the order runs alone, even when it is slow and later ones are quick.
+TEST_F(ServerTest, HandlesPipelinedRequestsOneAtATimeInArrivalOrder) {
+  ServerOptions o;
+  o.max_inflight_per_connection = 16;
+  start(o);
+  Client c(port_);
+  std::string all;
+  for (int i = 0; i < 8; ++i) {
+    all += Client::frame("delay:" + std::to_string((8 - i) * 5) + ":d" + std::to_string(i));
+  }
+  c.send_raw(all);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(c.recv(), "d" + std::to_string(i));
+  EXPECT_EQ(handler_->max_in_flight.load(), 1);
+  std::vector<std::string> want;
+  for (int i = 0; i < 8; ++i) {
+    want.push_back("start:d" + std::to_string(i));
+    want.push_back("end:d" + std::to_string(i));
+  }
+  EXPECT_EQ(handler_->events(), want);
+}
+
+TEST_F(ServerTest, NextRequestStartsOnlyAfterTheOrderIsReleased) {
+  start();
+  Client c(port_);
+  c.send_raw(Client::frame("hold:40:a") + Client::frame("b") + Client::frame("delay:1:c"));
+  EXPECT_EQ(c.recv(), "a");
+  EXPECT_EQ(c.recv(), "b");
+  EXPECT_EQ(c.recv(), "c");
+  auto ev = handler_->events();
+  auto at = [&](const std::string& e) { return std::find(ev.begin(), ev.end(), e) - ev.begin(); };
+  ASSERT_LT(at("release:a"), static_cast<long>(ev.size()));
+  EXPECT_LT(at("release:a"), at("start:b"));  // b waited for a's release...
+  EXPECT_LT(at("start:b"), at("end:a"));      // ...but not for a's end
+  EXPECT_LT(at("start:b"), at("start:c"));
+}
+
+// Connections do not wait for each other: a request that never finishes on one connection
+// leaves another on the same shard free.
+TEST_F(ServerTest, OrderIsPerConnection) {
+  ServerOptions o;
+  o.shutdown_drain_ms = 100;  // the blocked handler is cut short at the end
+  start(o, 1);
+  Client stuck(port_);
+  Client quick(port_);
+  stuck.send("block");
+  ASSERT_TRUE(eventually([&] { return handler_->calls.load() == 1; }));
+  quick.send("fast");
+  EXPECT_EQ(quick.recv(), "fast");
 }
 
 TEST_F(ServerTest, BoundsInFlightRequestsPerConnection) {
