@@ -12,6 +12,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "app/wal_uri.h"
+
 namespace shale::app {
 
 namespace {
@@ -135,7 +137,18 @@ std::string validate_buckets(std::string_view v) {
 std::string validate_wal_path(std::string_view v) {
   std::string t = trim(v);
   if (t.empty()) return "must not be empty";
-  return validate_bucket_uri(t, false);
+  // ${data.dir} is substituted later; any path stands in for it here.
+  std::string probe = t;
+  for (size_t at; (at = probe.find("${data.dir}")) != std::string::npos;) {
+    probe.replace(at, 11, "/data.dir");
+  }
+  auto w = parse_wal_uri(probe);
+  if (!w.ok()) {
+    std::string m = w.error().message;
+    auto colon = m.find("': ");
+    return colon == std::string::npos ? m : "'" + t + m.substr(colon);
+  }
+  return "";
 }
 
 // The table. Keys that Kafka or AutoMQ have keep their name, meaning and default.
@@ -178,8 +191,10 @@ const std::vector<ConfigKey> kKeys = {
      "in flight). -1 or 0 = never.",
      -1, INT64_MAX},
     {"connection.max.inflight.requests", ConfigType::kInt, "32", "Network",
-     "Requests of one connection handled at once (pipelining); the connection stops reading "
-     "until responses have been written. Responses always leave in request order.",
+     "Requests of one connection read ahead and not yet answered (pipelining); the connection "
+     "stops reading until responses have been written. As in Kafka, a connection's requests "
+     "take effect one at a time in the order sent (a produce lets the next request start once "
+     "its appends are queued for the WAL), and responses leave in request order.",
      1, 65536},
     {"shutdown.drain.ms", ConfigType::kLong, "5000", "Network",
      "On shutdown, how long in-flight requests may run before their shards are stopped.", 0,
@@ -250,8 +265,11 @@ const std::vector<ConfigKey> kKeys = {
      "directory, e.g. on NFS), s3 (s3://bucket?region=..&endpoint=..) or mem (tests).",
      INT64_MIN, INT64_MAX, validate_buckets},
     {"s3.wal.path", ConfigType::kString, "file://${data.dir}/wal", "Storage",
-     "The write-ahead log: file://<path> (a local file or block device) or "
-     "0@s3://<bucket>?... (WAL in object storage, as current AutoMQ).",
+     "The write-ahead log: file://<path> (a local file or block device; AutoMQ's "
+     "0@file:///path?capacity=..&iodepth=.. and a bare /path work too, capacity overriding "
+     "s3.wal.capacity), 0@s3://<bucket>?region=..&endpoint=..&batchInterval=..&"
+     "maxBytesInBatch=.. (AutoMQ's S3 WAL: the WAL as objects in that bucket, which may differ "
+     "from the data bucket) or object://<prefix> (the WAL as objects in the data bucket).",
      INT64_MIN, INT64_MAX, validate_wal_path},
     {"s3.wal.capacity", ConfigType::kLong, "2147483648", "Storage",
      "Size of a file WAL's ring in bytes (AutoMQ's default, 2 GiB); rounded down to 4 KiB.",

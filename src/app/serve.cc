@@ -20,12 +20,14 @@
 #include <thread>
 #include <vector>
 
+#include <fmt/format.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <CLI/CLI.hpp>
 
 #include "app/broker_settings.h"
 #include "app/command.h"
 #include "app/config.h"
+#include "app/wal_uri.h"
 #include "base/log.h"
 #include "broker/api_versions.h"
 #include "broker/broker.h"
@@ -252,8 +254,29 @@ int serve_main(int argc, char** argv) {
   if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
   storage::EngineOptions eo;
   eo.node_id = cfg.get_int("node.id");
-  eo.wal_path = cfg.get_string("s3.wal.path");
   eo.wal_capacity = static_cast<uint64_t>(cfg.get_long("s3.wal.capacity"));
+  auto wal = parse_wal_uri(cfg.get_string("s3.wal.path"));
+  if (!wal.ok()) return fail("configuration key " + wal.error().message);
+  std::unique_ptr<objstore::ObjectStore> wal_store;  // outlives the engine (declared before it)
+  if (!wal->ignored.empty()) {
+    spdlog::warn("s3.wal.path: AutoMQ parameter(s) {} accepted but not used by Shale",
+                 fmt::join(wal->ignored, ", "));
+  }
+  if (wal->kind == WalUri::Kind::kFile) {
+    eo.wal_path = "file://" + wal->path;
+    if (wal->capacity) eo.wal_capacity = *wal->capacity;
+  } else {
+    eo.wal_path = "object://" + (wal->prefix.empty() ? eo.ns + "/wal" : wal->prefix);
+    if (wal->bucket) {
+      auto ws = objstore::open_object_store(*wal->bucket);
+      if (!ws.ok()) return fail("configuration key 's3.wal.path': " + ws.error().message);
+      wal_store = std::move(ws).value();
+      eo.wal_store = wal_store.get();
+    }
+    if (wal->batch_interval_ms) eo.object_wal_batch_interval_ms = *wal->batch_interval_ms;
+    if (wal->batch_bytes) eo.object_wal_batch_bytes = *wal->batch_bytes;
+    if (wal->max_unflushed) eo.object_wal_max_unflushed = *wal->max_unflushed;
+  }
   eo.log_cache_size = static_cast<uint64_t>(cfg.get_long("s3.wal.cache.size"));
   eo.block_cache_size = static_cast<uint64_t>(cfg.get_long("s3.block.cache.size"));
   eo.upload_threshold = static_cast<uint64_t>(cfg.get_long("s3.wal.upload.threshold"));

@@ -296,9 +296,10 @@ Status EngineImpl::start() {
     w.node_epoch = node_epoch_;
     w.batch_interval_ms = opts_.object_wal_batch_interval_ms;
     w.batch_bytes = opts_.object_wal_batch_bytes;
-    w.max_unflushed = opts_.log_cache_size;
+    w.max_unflushed =
+        opts_.object_wal_max_unflushed > 0 ? opts_.object_wal_max_unflushed : opts_.log_cache_size;
     if (w.prefix.empty()) return Error::make(Errc::kInvalidArgument, "object WAL needs a prefix");
-    auto ow = ObjectWal::open(w, store_);
+    auto ow = ObjectWal::open(w, opts_.wal_store != nullptr ? opts_.wal_store : store_);
     if (!ow.ok()) return std::move(ow).error();
     wal_ = std::move(ow).value();
   } else {

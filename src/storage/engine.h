@@ -56,18 +56,22 @@ struct EngineOptions {
   uint64_t wal_max_write = 4 * kMiB;           // largest group-commit write
   int64_t object_wal_batch_interval_ms = 250;  // object WAL: max wait before a PUT
   uint64_t object_wal_batch_bytes = 8 * kMiB;  // object WAL: PUT once a batch is this big
-  uint64_t log_cache_size = 512 * kMiB;        // s3.wal.cache.size
-  uint64_t block_cache_size = 256 * kMiB;      // s3.block.cache.size
-  uint64_t upload_threshold = 0;               // s3.wal.upload.threshold (0: min(cache/3, 500M))
-  int64_t upload_interval_ms = 60000;          // s3.wal.upload.interval.ms (-1: size only)
-  uint64_t stream_split_size = 8 * kMiB;       // s3.stream.object.split.size
-  uint64_t object_block_size = 512 * kKiB;     // s3.object.block.size
-  uint64_t object_part_size = 16 * kMiB;       // s3.object.part.size (multipart above 2x this)
-  int64_t prepared_object_ttl_ms = 3600000;    // prepared but uncommitted objects expire
-  int64_t object_delete_delay_ms = 60000;      // s3.object.delete.retention (grace for readers)
-  int64_t compaction_interval_ms = 300000;     // s3.stream.set.object.compaction.interval
-  uint64_t max_readahead = 32 * kMiB;          // catch-up read-ahead ceiling
-  int read_threads = 2;                        // workers for object reads
+  uint64_t object_wal_max_unflushed = 0;       // object WAL: queued bytes (0: log_cache_size)
+  // The object WAL's store when it is not the data store (AutoMQ's S3 WAL may name another
+  // bucket); nullptr = the data store. Must outlive the engine.
+  objstore::ObjectStore* wal_store = nullptr;
+  uint64_t log_cache_size = 512 * kMiB;      // s3.wal.cache.size
+  uint64_t block_cache_size = 256 * kMiB;    // s3.block.cache.size
+  uint64_t upload_threshold = 0;             // s3.wal.upload.threshold (0: min(cache/3, 500M))
+  int64_t upload_interval_ms = 60000;        // s3.wal.upload.interval.ms (-1: size only)
+  uint64_t stream_split_size = 8 * kMiB;     // s3.stream.object.split.size
+  uint64_t object_block_size = 512 * kKiB;   // s3.object.block.size
+  uint64_t object_part_size = 16 * kMiB;     // s3.object.part.size (multipart above 2x this)
+  int64_t prepared_object_ttl_ms = 3600000;  // prepared but uncommitted objects expire
+  int64_t object_delete_delay_ms = 60000;    // s3.object.delete.retention (grace for readers)
+  int64_t compaction_interval_ms = 300000;   // s3.stream.set.object.compaction.interval
+  uint64_t max_readahead = 32 * kMiB;        // catch-up read-ahead ceiling
+  int read_threads = 2;                      // workers for object reads
   // Objects of one upload written at once. 1 by default: with the WAL and a POSIX object store
   // on one disk, 4 concurrent 32 MiB writes+fsyncs starved the WAL (bench/vs-kafka tail read:
   // 200 msg/s sustained with 4, 800 with 1). Raise it for S3 or a separate object disk.

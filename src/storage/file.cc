@@ -1,6 +1,8 @@
 #include "storage/file.h"
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -70,6 +72,14 @@ class PosixFile final : public File {
   Result<uint64_t> size() override {
     struct stat st;
     if (::fstat(fd_, &st) != 0) return errno_error("fstat", path_, errno);
+    if (S_ISBLK(st.st_mode)) {
+      // A raw block device (AutoMQ's block WAL): fstat reports size 0; ask the device.
+      uint64_t bytes = 0;
+      if (::ioctl(fd_, BLKGETSIZE64, &bytes) != 0) {
+        return errno_error("ioctl(BLKGETSIZE64)", path_, errno);
+      }
+      return bytes;
+    }
     return static_cast<uint64_t>(st.st_size);
   }
 

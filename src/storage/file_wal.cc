@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 
 #include "base/crc32c.h"
@@ -68,10 +69,15 @@ Result<std::unique_ptr<FileWal>> FileWal::open(const FileWalOptions& opts) {
   w->inflight_limit_ = w->opts_.direct_io ? static_cast<uint32_t>(inflight) : 1;
   auto size = w->file_->size();
   if (!size.ok()) return std::move(size).error();
-  if (*size != cap) {
+  // A block device may be larger than the ring (its first `cap` bytes are used); a file is
+  // exactly the ring, as this build preallocated it.
+  std::error_code bec;
+  const bool block_device = std::filesystem::is_block_file(opts.path, bec);
+  if (block_device ? *size < cap : *size != cap) {
     return Error::make(Errc::kInvalidArgument,
-                       "WAL file " + opts.path + " has size " + std::to_string(*size) +
-                           ", configured capacity is " + std::to_string(cap));
+                       std::string(block_device ? "WAL block device " : "WAL file ") + opts.path +
+                           " has size " + std::to_string(*size) + ", configured capacity is " +
+                           std::to_string(cap));
   }
   SHALE_TRY(w->load_header());
   return w;

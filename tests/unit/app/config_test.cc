@@ -151,7 +151,11 @@ TEST(Config, MalformedValuesNameKeyAndReason) {
   EXPECT_NE(load_error(props({{"s3.data.buckets", "file:///x"}})).find("<id>@"), std::string::npos);
   EXPECT_NE(load_error(props({{"s3.data.buckets", "0@ftp://x"}})).find("unknown scheme"),
             std::string::npos);
-  EXPECT_NE(load_error(props({{"s3.wal.path", "/plain/path"}})).find("'s3.wal.path'"),
+  EXPECT_NE(load_error(props({{"s3.wal.path", "0@ftp://x"}})).find("'s3.wal.path'"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"s3.wal.path", "mem://"}})).find("cannot hold a WAL"),
+            std::string::npos);
+  EXPECT_NE(load_error(props({{"s3.wal.path", "0@file:///w?capacity=big"}})).find("capacity"),
             std::string::npos);
   EXPECT_NE(load_error(props({{"cluster.id", "has space"}})).find("'cluster.id'"),
             std::string::npos);
