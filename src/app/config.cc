@@ -9,6 +9,7 @@
 #include <fstream>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -573,16 +574,84 @@ Status add_override(Properties& props, std::string_view kv) {
   return ok_status();
 }
 
-Result<Config> Config::load(const Properties& props) {
+namespace {
+
+// Kafka keys that Shale reads through a translation (Config::load's comment) rather than
+// under their own name; they are neither unknown nor ignored.
+const std::set<std::string> kTranslatedKafkaKeys = {"log.dirs", "log.dir", "log.retention.minutes",
+                                                    "log.retention.hours",
+                                                    "controller.listener.names"};
+
+// Applies the Kafka translations to a copy of the properties.
+Result<Properties> translate_kafka_keys(const Properties& in) {
+  Properties p = in;
+  auto has = [&](const char* k) { return p.values.count(k) != 0; };
+  auto from = [&](const char* k) {
+    auto o = p.origin.find(k);
+    return std::string(k) + (o != p.origin.end() ? " (" + o->second + ")" : "");
+  };
+  if (!has("data.dir")) {
+    for (const char* k : {"log.dirs", "log.dir"}) {
+      if (!has(k)) continue;
+      auto dirs = split_list(p.values[k]);
+      if (dirs.empty()) return Error::make(Errc::kInvalidArgument, from(k) + ": empty");
+      p.values["data.dir"] = dirs.front();
+      p.origin["data.dir"] = from(k);
+      break;
+    }
+  }
+  if (!has("log.retention.ms")) {
+    for (auto [k, ms] : {std::pair<const char*, int64_t>{"log.retention.minutes", 60000},
+                         std::pair<const char*, int64_t>{"log.retention.hours", 3600000}}) {
+      if (!has(k)) continue;
+      int64_t n = 0;
+      if (!parse_int64(trim(p.values[k]), &n) || n < -1 || (n > 0 && n > INT64_MAX / ms)) {
+        return Error::make(Errc::kInvalidArgument, from(k) + ": '" + p.values[k] +
+                                                       "' is not a valid number of " +
+                                                       (ms == 60000 ? "minutes" : "hours"));
+      }
+      p.values["log.retention.ms"] = std::to_string(n < 0 ? -1 : n * ms);
+      p.origin["log.retention.ms"] = from(k);
+      break;
+    }
+  }
+  if (has("controller.listener.names")) {
+    std::set<std::string> controller;
+    for (const auto& n : split_list(p.values["controller.listener.names"])) controller.insert(n);
+    for (const char* k : {"listeners", "advertised.listeners"}) {
+      if (!has(k)) continue;
+      std::string kept;
+      for (const auto& entry : split_list(p.values[k])) {
+        auto sep = entry.find("://");
+        if (sep != std::string::npos && controller.count(entry.substr(0, sep))) continue;
+        kept += (kept.empty() ? "" : ",") + entry;
+      }
+      p.values[k] = kept;
+    }
+  }
+  return p;
+}
+
+}  // namespace
+
+Result<Config> Config::load(const Properties& given_props, const LoadOptions& opts) {
+  auto translated = translate_kafka_keys(given_props);
+  if (!translated.ok()) return std::move(translated).error();
+  const Properties& props = *translated;
   std::vector<std::string> errors;
+  std::vector<std::string> ignored;
   for (const auto& [key, value] : props.values) {
-    if (find_config_key(key) == nullptr) {
-      auto o = props.origin.find(key);
-      errors.push_back("unknown configuration key '" + key + "'" +
-                       (o != props.origin.end() ? " (" + o->second + ")" : ""));
+    if (find_config_key(key) != nullptr || kTranslatedKafkaKeys.count(key)) continue;
+    auto o = props.origin.find(key);
+    std::string where = o != props.origin.end() ? " (" + o->second + ")" : "";
+    if (opts.strict) {
+      errors.push_back("unknown configuration key '" + key + "'" + where);
+    } else {
+      ignored.push_back(key + where);
     }
   }
   Config c;
+  c.ignored_ = std::move(ignored);
   auto given = [&](const char* name) -> const std::string* {
     auto it = props.values.find(name);
     return it == props.values.end() ? nullptr : &it->second;
@@ -777,11 +846,18 @@ std::string config_docs_markdown() {
       "src/app/config.cc; do not edit by hand (a unit test checks it is current). -->\n\n"
       "`shale serve` reads a Kafka-style `server.properties` file (`--config FILE`) and then "
       "any number of `--override key=value` options (later ones win). Every key has a "
-      "default, so no file is needed for a single local broker. An unknown key, a value of "
-      "the wrong type or out of range, or a listener that cannot be bound stops the start "
-      "with an error naming the key, and a non-zero exit code.\n\n"
+      "default, so no file is needed for a single local broker. A value of the wrong type "
+      "or out of range, or a listener that cannot be bound stops the start with an error "
+      "naming the key, and a non-zero exit code.\n\n"
       "Keys that Kafka or AutoMQ have keep their names and meaning. `${data.dir}` in a "
-      "default stands for the value of `data.dir`.\n";
+      "default stands for the value of `data.dir`. A stock Kafka or AutoMQ "
+      "`server.properties` loads as it is: keys Shale does not use are accepted and listed "
+      "in one warning at start-up (`--strict-config` makes them an error instead), and these "
+      "Kafka keys are translated when the Shale key is not set: `log.dirs` (its first "
+      "directory; else `log.dir`) is `data.dir`; `log.retention.minutes`, else "
+      "`log.retention.hours`, gives `log.retention.ms` (Kafka's precedence); the listeners "
+      "named in `controller.listener.names` are not opened (a Shale broker has no KRaft "
+      "controller).\n";
   std::string group;
   for (const ConfigKey& k : kKeys) {
     if (group != k.group) {

@@ -63,11 +63,23 @@ Result<Properties> read_properties_file(const std::filesystem::path& path);
 // `key=value` from the command line.
 Status add_override(Properties& props, std::string_view key_eq_value);
 
+struct LoadOptions {
+  // Unknown keys are errors (`shale serve --strict-config`). By default they are accepted and
+  // listed in Config::ignored_keys(), so that a Kafka or AutoMQ server.properties loads as it is.
+  bool strict = false;
+};
+
 class Config {
  public:
   // Validates every given key against the table and fills in defaults. The error lists every
-  // problem found, one per line, each naming its key and origin.
-  static Result<Config> load(const Properties& props);
+  // problem found, one per line, each naming its key and origin. Kafka keys with a Shale
+  // equivalent are translated first, with Kafka's precedence, when the Shale key is not given:
+  //   log.dirs (first entry), else log.dir          -> data.dir
+  //   log.retention.minutes, else log.retention.hours -> log.retention.ms
+  //   controller.listener.names                     -> those listeners are dropped from
+  //                                                     listeners / advertised.listeners (a
+  //                                                     Shale broker has no KRaft controller)
+  static Result<Config> load(const Properties& props, const LoadOptions& opts = {});
   // Defaults only (tests, docs).
   static Config defaults();
 
@@ -86,6 +98,9 @@ class Config {
 
   // Every key with its effective value, in table order ("key=value" lines).
   std::string dump() const;
+  // Keys given that Shale does not use (not strict), sorted, with where each came from:
+  // "log.segment.bytes (server.properties:12)".
+  const std::vector<std::string>& ignored_keys() const { return ignored_; }
 
   // AutoMQ's automatic memory sizing (storage.md §4.5) for keys left at -1: with
   // M = min(75% of RAM, 32 GiB) / 2 (AutoMQ: half the heap, heap = min(75% RAM, 32 GiB)),
@@ -97,6 +112,7 @@ class Config {
   const std::string& raw(std::string_view key, ConfigType type) const;
   std::map<std::string, std::string, std::less<>> values_;
   std::map<std::string, bool, std::less<>> set_;
+  std::vector<std::string> ignored_;
 };
 
 // `shale serve --help` footer: every key with type, default and documentation.

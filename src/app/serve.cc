@@ -180,6 +180,10 @@ int serve_main(int argc, char** argv) {
       ->allow_extra_args(false);
   cli.add_option("--log-level", log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "critical", "off"}));
+  bool strict_config = false;
+  cli.add_flag("--strict-config", strict_config,
+               "refuse keys Shale does not use (by default they are accepted with one warning "
+               "listing them, so a Kafka or AutoMQ server.properties loads as it is)");
   cli.add_flag("--print-config-docs", print_docs,
                "print docs/configuration.md (generated from the key table) and exit");
   cli.add_option("--metrics-file", metrics_file,
@@ -212,9 +216,15 @@ int serve_main(int argc, char** argv) {
     auto st = add_override(props, o);
     if (!st.ok()) return fail(st.error().message, 2);
   }
-  auto loaded = Config::load(props);
+  auto loaded = Config::load(props, LoadOptions{strict_config});
   if (!loaded.ok()) return fail(loaded.error().message, 2);
   Config cfg = std::move(loaded).value();
+  if (!cfg.ignored_keys().empty()) {
+    spdlog::warn(
+        "{} configuration key(s) not used by Shale, ignored (--strict-config refuses "
+        "them): {}",
+        cfg.ignored_keys().size(), fmt::join(cfg.ignored_keys(), ", "));
+  }
   cfg.resolve_memory_defaults(physical_memory());
 
   const std::filesystem::path data_dir = cfg.get_string("data.dir");

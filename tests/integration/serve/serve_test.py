@@ -119,11 +119,124 @@ def test_cluster_id_survives_restart():
         assert r.returncode != 0 and "cluster.id" in r.stderr, r.stderr
 
 
-def test_unknown_key_fails():
-    r = run(["--override", "num.partitons=3"])
+def test_unknown_key_fails_when_strict():
+    r = run(["--strict-config", "--override", "num.partitons=3"])
     assert r.returncode != 0
     assert "num.partitons" in r.stderr, r.stderr
     assert r.stdout == ""
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_config_file(text):
+    """Starts `shale serve --config` on a file with `text`; returns (process, banner, stderr
+    path, temp dir). The caller stops the process."""
+    d = tempfile.mkdtemp(prefix="shale-serve-config-")
+    path = os.path.join(d, "server.properties")
+    with open(path, "w") as f:
+        f.write(text.replace("@DIR@", d))
+    err = open(os.path.join(d, "stderr.log"), "w+")
+    proc = subprocess.Popen([SHALE, "serve", "--config", path], stdout=subprocess.PIPE,
+                            stderr=err, text=True)
+    banner = proc.stdout.readline()
+    return proc, banner, err.name, d
+
+
+# The keys (and their values) of Apache Kafka 4.x's stock config/server.properties for a
+# combined broker+controller node, with the ports made free and the log dir temporary.
+KAFKA_STOCK = """process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=127.0.0.1:@CPORT@
+listeners=PLAINTEXT://127.0.0.1:@PORT@,CONTROLLER://127.0.0.1:@CPORT@
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@,CONTROLLER://127.0.0.1:@CPORT@
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=@DIR@/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+# The keys of AutoMQ's example broker config (S3 data and ops buckets, the S3 WAL, its own
+# feature switches), pointed at a local directory instead of a bucket.
+AUTOMQ_EXAMPLE = """process.roles=broker,controller
+node.id=0
+controller.quorum.voters=0@127.0.0.1:@CPORT@
+listeners=PLAINTEXT://127.0.0.1:@PORT@,CONTROLLER://127.0.0.1:@CPORT@
+advertised.listeners=PLAINTEXT://127.0.0.1:@PORT@
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+log.dirs=@DIR@/kraft-combined-logs
+num.partitions=1
+elasticstream.enable=true
+s3.data.buckets=0@file://@DIR@/data-bucket
+s3.ops.buckets=1@file://@DIR@/ops-bucket
+s3.wal.path=0@file://@DIR@/s3wal?capacity=67108864&iodepth=4
+s3.wal.cache.size=67108864
+s3.block.cache.size=33554432
+s3.stream.object.compaction.interval.minutes=30
+autobalancer.controller.enable=true
+metric.reporters=kafka.autobalancer.metricsreporter.AutoBalancerMetricsReporter
+"""
+
+
+def check_loads(text, wanted_ignored, data_sub):
+    port, cport = free_port(), free_port()
+    proc, banner, err, d = serve_config_file(
+        text.replace("@PORT@", str(port)).replace("@CPORT@", str(cport)))
+    try:
+        m = re.match(r"^Shale \S+ serving Kafka on 127\.0\.0\.1:(\d+) \(data in (.+)\)",
+                     banner)
+        assert m, "unexpected banner %r; log:\n%s" % (banner, open(err).read())
+        assert int(m.group(1)) == port and m.group(2) == os.path.join(d, data_sub), banner
+        assert "brokers:" in kcat_metadata(port)
+        # The controller listener is not served: a Shale broker has no KRaft controller.
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", cport)) != 0, "controller port was bound"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        log = open(err).read()
+        warnings = [ln for ln in log.splitlines() if "not used by Shale, ignored" in ln]
+        assert len(warnings) == 1, log
+        for key in wanted_ignored:
+            assert key + " (" in warnings[0], (key, warnings[0])
+        return log
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+def test_kafka_server_properties_loads():
+    check_loads(KAFKA_STOCK, ["process.roles", "num.io.threads", "log.segment.bytes",
+                              "listener.security.protocol.map"], "kraft-combined-logs")
+    # --strict-config refuses the same file, naming the first unknown key.
+    r = run(["--strict-config", "--config", "/dev/stdin"], input=KAFKA_STOCK)
+    assert r.returncode != 0 and "unknown configuration key 'controller.quorum" in r.stderr, (
+        r.stderr)
+
+
+def test_automq_config_loads():
+    log = check_loads(AUTOMQ_EXAMPLE, ["elasticstream.enable", "s3.ops.buckets",
+                                       "autobalancer.controller.enable"], "kraft-combined-logs")
+    assert "iodepth accepted but not used" in log, log
 
 
 def test_malformed_value_fails():
