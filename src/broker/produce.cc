@@ -110,6 +110,25 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
       return out;
     }
     if (out.error != ErrorCode::kNone) return out;
+    if (settings.compression && *settings.compression != h.compression()) {
+      // The topic's compression.type differs from the producer's codec: store the batch
+      // recompressed, as Kafka's LogValidator does (offsets, sequence numbers and timestamps
+      // are kept; only the record area, the length and the CRC change).
+      auto re = pb.batch.recompressed(*settings.compression);
+      if (!re.ok()) {
+        out.error = protocol::batch_error_code(re.error());
+        out.message = "cannot recompress the batch: " + re.error().message;
+        return out;
+      }
+      pb.batch = std::move(re).value();
+      if (pb.batch.bytes().size() > static_cast<size_t>(settings.max_message_bytes)) {
+        out.error = ErrorCode::kMessageTooLarge;
+        out.message = "The record batch size " + std::to_string(pb.batch.bytes().size()) +
+                      " after recompression exceeds the maximum allowed " +
+                      std::to_string(settings.max_message_bytes);
+        return out;
+      }
+    }
     out.batches.push_back(std::move(pb));
   }
   if (out.batches.empty()) {

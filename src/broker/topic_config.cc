@@ -13,7 +13,8 @@ const std::vector<TopicConfigKey> kKeys = {
     {"cleanup.policy", T::kList, "delete", "log.cleanup.policy",
      "delete only; compaction is not supported yet"},
     {"compression.type", T::kString, "producer", "compression.type",
-     "producer: keep the batches as the producer compressed them"},
+     "producer keeps the batches as the producer compressed them; uncompressed, gzip, "
+     "snappy, lz4 or zstd makes the broker recompress batches that differ"},
     {"delete.retention.ms", T::kLong, "86400000", "log.cleaner.delete.retention.ms", ""},
     {"file.delete.delay.ms", T::kLong, "60000", "log.segment.delete.delay.ms", ""},
     {"flush.messages", T::kLong, "9223372036854775807", "log.flush.interval.messages", ""},
@@ -249,7 +250,25 @@ TopicSettings TopicSettings::resolve(const std::map<std::string, std::string>& o
     ts_type = it->second;
   }
   s.log_append_time = ts_type == "LogAppendTime";
+  std::string codec = "producer";
+  if (auto it = defaults.static_overrides.find("compression.type");
+      it != defaults.static_overrides.end()) {
+    codec = it->second;
+  }
+  if (auto v = defaults.dynamic_value("compression.type")) codec = *v;
+  if (auto it = overrides.find("compression.type"); it != overrides.end()) codec = it->second;
+  s.compression = compression_of(codec);
   return s;
+}
+
+std::optional<protocol::Compression> compression_of(std::string_view type) {
+  using protocol::Compression;
+  if (type == "uncompressed") return Compression::kNone;
+  if (type == "gzip") return Compression::kGzip;
+  if (type == "snappy") return Compression::kSnappy;
+  if (type == "lz4") return Compression::kLz4;
+  if (type == "zstd") return Compression::kZstd;
+  return std::nullopt;  // "producer" (validated values only reach here)
 }
 
 }  // namespace shale::broker

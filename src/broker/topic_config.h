@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "protocol/compression.h"
 
 namespace shale::broker {
 
@@ -78,6 +79,8 @@ struct TopicSettings {
   // CreateTime records older than now - before or newer than now + after are refused.
   int64_t timestamp_before_max_ms = INT64_MAX;
   int64_t timestamp_after_max_ms = 3600000;
+  // compression.type: the codec batches are stored with; nullopt = "producer" (keep theirs).
+  std::optional<protocol::Compression> compression;
 
   static TopicSettings resolve(const std::map<std::string, std::string>& overrides,
                                const BrokerTopicDefaults& defaults);
@@ -91,5 +94,8 @@ struct DefaultValue {
       kSourceDefault;  // DYNAMIC_*_BROKER_CONFIG or STATIC_BROKER_CONFIG via broker_synonym
 };
 DefaultValue topic_config_default(const TopicConfigKey& key, const BrokerTopicDefaults& d);
+
+// The codec of a validated compression.type value; nullopt for "producer".
+std::optional<protocol::Compression> compression_of(std::string_view type);
 
 }  // namespace shale::broker

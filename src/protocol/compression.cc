@@ -182,4 +182,85 @@ Result<Buffer> decompress(Compression c, const uint8_t* in, size_t n, size_t max
   return Error::make(Errc::kUnsupported, "unknown compression codec");
 }
 
+namespace {
+
+Error compress_failed(const std::string& what) { return Error::make(Errc::kInternal, what); }
+
+Result<Buffer> gzip(const uint8_t* in, size_t n) {
+  z_stream zs{};
+  // 15 + 16: a gzip header, as Kafka's GZIPOutputStream writes.
+  if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    return compress_failed("deflateInit2 failed");
+  }
+  std::vector<uint8_t> out(deflateBound(&zs, static_cast<uLong>(n)));
+  zs.next_in = const_cast<Bytef*>(in);
+  zs.avail_in = static_cast<uInt>(n);
+  zs.next_out = out.data();
+  zs.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&zs, Z_FINISH);
+  out.resize(out.size() - zs.avail_out);
+  deflateEnd(&zs);
+  if (rc != Z_STREAM_END) return compress_failed("gzip: deflate failed");
+  return Buffer::take(std::move(out));
+}
+
+// xerial framing as Kafka's Java client writes it: the 16-byte header, then one
+// [int32 length][snappy block] per 32 KiB of input (SnappyOutputStream's default block).
+Result<Buffer> snappy(const uint8_t* in, size_t n) {
+  static constexpr uint8_t kHeader[16] = {0x82, 'S', 'N', 'A', 'P', 'P', 'Y', 0,
+                                          0,    0,   0,   1,   0,   0,   0,   1};
+  constexpr size_t kBlock = 32 * 1024;
+  std::vector<uint8_t> out(kHeader, kHeader + sizeof kHeader);
+  for (size_t pos = 0; pos < n || (n == 0 && pos == 0); pos += kBlock) {
+    const size_t len = std::min(kBlock, n - pos);
+    const size_t at = out.size();
+    size_t max = snappy_max_compressed_length(len);
+    out.resize(at + 4 + max);
+    if (snappy_compress(reinterpret_cast<const char*>(in + pos), len,
+                        reinterpret_cast<char*>(out.data() + at + 4), &max) != SNAPPY_OK) {
+      return compress_failed("snappy: compress failed");
+    }
+    be::store32(out.data() + at, static_cast<uint32_t>(max));
+    out.resize(at + 4 + max);
+    if (n == 0) break;
+  }
+  return Buffer::take(std::move(out));
+}
+
+Result<Buffer> lz4(const uint8_t* in, size_t n) {
+  LZ4F_preferences_t prefs{};
+  std::vector<uint8_t> out(LZ4F_compressFrameBound(n, &prefs));
+  size_t w = LZ4F_compressFrame(out.data(), out.size(), in, n, &prefs);
+  if (LZ4F_isError(w)) return compress_failed(std::string("lz4: ") + LZ4F_getErrorName(w));
+  out.resize(w);
+  return Buffer::take(std::move(out));
+}
+
+Result<Buffer> zstd(const uint8_t* in, size_t n) {
+  std::vector<uint8_t> out(ZSTD_compressBound(n));
+  size_t w = ZSTD_compress(out.data(), out.size(), in, n, 3);
+  if (ZSTD_isError(w)) return compress_failed(std::string("zstd: ") + ZSTD_getErrorName(w));
+  out.resize(w);
+  return Buffer::take(std::move(out));
+}
+
+}  // namespace
+
+Result<Buffer> compress(Compression c, const uint8_t* in, size_t n) {
+  switch (c) {
+    case Compression::kNone:
+      return Buffer::copy(in, n);
+    case Compression::kGzip:
+      return gzip(in, n);
+    case Compression::kSnappy:
+      return snappy(in, n);
+    case Compression::kLz4:
+      return lz4(in, n);
+    case Compression::kZstd:
+      return zstd(in, n);
+  }
+  return Error::make(Errc::kUnsupported, "unknown compression codec");
+}
+
 }  // namespace shale::protocol

@@ -1,6 +1,8 @@
-// Decompression of Kafka record-batch payloads (gzip, snappy incl. Kafka's xerial framing,
-// lz4 frame, zstd), used to validate record counts of compressed batches. Shale stores batches
-// as the client compressed them and never recompresses; this is only for inspection.
+// Compression of Kafka record-batch payloads (gzip, snappy in Kafka's xerial framing, lz4
+// frame, zstd). Decompression validates record counts of compressed batches; compression is
+// for a topic whose compression.type differs from the producer's (the broker recompresses, as
+// Kafka does). Batches of topics with compression.type=producer are stored as the client
+// compressed them.
 // Pure functions; safe from any thread.
 #pragma once
 
@@ -21,5 +23,8 @@ const char* compression_name(Compression c);
 // small hostile payload cannot inflate into gigabytes. Corrupt input → kCorruption; an unknown
 // codec → kUnsupported.
 Result<Buffer> decompress(Compression c, const uint8_t* in, size_t n, size_t max_output);
+
+// Compresses `in` with codec `c` in the format Kafka's Java client writes (kNone copies).
+Result<Buffer> compress(Compression c, const uint8_t* in, size_t n);
 
 }  // namespace shale::protocol

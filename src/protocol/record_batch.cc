@@ -211,6 +211,23 @@ BatchHeader RecordBatch::rewrite_header(const Rewrite& rw, uint8_t* header61) co
   return h;
 }
 
+Result<RecordBatch> RecordBatch::recompressed(Compression to, size_t max_decompressed) const {
+  auto payload = record_payload(max_decompressed);
+  if (!payload.ok()) return std::move(payload).error();
+  const Buffer& plain = payload->first;
+  auto packed = compress(to, plain.data(), plain.size());
+  if (!packed.ok()) return std::move(packed).error();
+  std::vector<uint8_t> out(kBatchHeaderSize + packed->size());
+  BatchHeader h = header_;
+  h.attributes = static_cast<int16_t>((h.attributes & ~0x07) | static_cast<int16_t>(to));
+  h.batch_length = static_cast<int32_t>(out.size() - kBatchLogOverhead);
+  encode_batch_header(h, out.data());
+  std::memcpy(out.data() + kBatchHeaderSize, packed->data(), packed->size());
+  be::store32(out.data() + kBatchCrcOffset, crc32c::value(out.data() + kBatchAttributesOffset,
+                                                          out.size() - kBatchAttributesOffset));
+  return RecordBatch::parse(Buffer::take(std::move(out)), true);
+}
+
 BufferChain RecordBatch::rewrite(const Rewrite& rw) const {
   BufferBuilder hb(kBatchHeaderSize);
   rewrite_header(rw, hb.grow(kBatchHeaderSize));

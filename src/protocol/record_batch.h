@@ -169,6 +169,11 @@ class RecordBatch {
   // read, not written, to recompute the CRC when needed). Returns the new header.
   BatchHeader rewrite_header(const Rewrite& rw, uint8_t* header61) const;
 
+  // A copy of this batch whose records are compressed with `to` (kNone: uncompressed), for a
+  // topic whose compression.type differs from the producer's. Every header field but the codec
+  // bits, the length and the CRC is kept. Decompressed input is capped at `max_decompressed`.
+  Result<RecordBatch> recompressed(Compression to, size_t max_decompressed = 64u << 20) const;
+
  private:
   Result<std::pair<Buffer, const uint8_t*>> record_payload(size_t max_decompressed) const;
 

@@ -144,6 +144,37 @@ TEST_F(BrokerTest, BackPressureIsARetriableError) {
   EXPECT_EQ(produce("bp", 0, batch(1)).responses[0].partition_responses[0].base_offset, 0);
 }
 
+// compression.type other than "producer": batches are stored recompressed (Kafka's rule), the
+// records and offsets unchanged; "producer" keeps the client's codec.
+TEST_P(BothEngines, TopicCompressionTypeRecompressesBatches) {
+  create_topic("z", 1, {{"compression.type", "zstd"}});
+  create_topic("p", 1);
+  auto r = produce("z", 0, batch(3));
+  ASSERT_EQ(r.responses[0].partition_responses[0].error_code, 0);
+  auto r2 = produce("z", 0, batch(2));
+  ASSERT_EQ(r2.responses[0].partition_responses[0].base_offset, 3);
+  auto f = fetch("z", 0, 0);
+  protocol::BatchReader reader(*only(f).records, false, true);
+  int batches = 0, records = 0;
+  while (true) {
+    auto next = reader.next();
+    ASSERT_TRUE(next.ok()) << next.error().to_string();
+    if (!next->has_value()) break;
+    const auto& b = **next;
+    EXPECT_EQ(b.header().compression(), protocol::Compression::kZstd);
+    EXPECT_EQ(b.header().base_offset, batches == 0 ? 0 : 3);
+    EXPECT_TRUE(b.validate(protocol::OffsetCheck::kMonotonic).ok());
+    ASSERT_TRUE(b.for_each_record([&](const protocol::RecordView&) { ++records; }).ok());
+    ++batches;
+  }
+  EXPECT_EQ(batches, 2);
+  EXPECT_EQ(records, 5);
+  produce("p", 0, batch(2));
+  auto fp = protocol::RecordBatch::parse(*only(fetch("p", 0, 0)).records, true);
+  ASSERT_TRUE(fp.ok());
+  EXPECT_EQ(fp->header().compression(), protocol::Compression::kNone);
+}
+
 TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {
   create_topic("lat", 1, {{"message.timestamp.type", "LogAppendTime"}});
   auto r = produce("lat", 0, batch(2, 5));

@@ -280,5 +280,60 @@ TEST(Compression, CorruptPayloadsAreRejected) {
   EXPECT_FALSE(decompress(Compression::kNone, junk, sizeof junk, 4).ok());
 }
 
+TEST(Compression, EveryCodecRoundTrips) {
+  std::string text;
+  for (int i = 0; i < 5000; ++i) text += "record " + std::to_string(i % 97) + ";";  // > 32 KiB
+  const auto* in = reinterpret_cast<const uint8_t*>(text.data());
+  for (auto c : {Compression::kNone, Compression::kGzip, Compression::kSnappy, Compression::kLz4,
+                 Compression::kZstd}) {
+    auto packed = compress(c, in, text.size());
+    ASSERT_TRUE(packed.ok()) << compression_name(c);
+    if (c != Compression::kNone) {
+      EXPECT_LT(packed->size(), text.size()) << compression_name(c);
+    }
+    auto back = decompress(c, packed->data(), packed->size(), 1 << 20);
+    ASSERT_TRUE(back.ok()) << compression_name(c) << ": " << back.error().to_string();
+    EXPECT_EQ(back->view(), text) << compression_name(c);
+    auto empty = compress(c, in, 0);
+    ASSERT_TRUE(empty.ok());
+    auto none = decompress(c, empty->data(), empty->size(), 1 << 20);
+    ASSERT_TRUE(none.ok()) << compression_name(c);
+    EXPECT_EQ(none->size(), 0u);
+  }
+}
+
+// A topic's compression.type: the broker recompresses a batch, keeping every header field but
+// the codec bits, the length and the CRC.
+TEST(RecordBatch, RecompressedKeepsRecordsAndHeader) {
+  auto orig = RecordBatch::parse(sample_batch(50));
+  ASSERT_TRUE(orig.ok());
+  std::vector<std::string> want;
+  ASSERT_TRUE(
+      orig->for_each_record([&](const RecordView& r) { want.emplace_back(*r.value); }).ok());
+  Compression chain[] = {Compression::kZstd, Compression::kSnappy, Compression::kGzip,
+                         Compression::kLz4, Compression::kNone};
+  RecordBatch cur = *orig;
+  for (Compression c : chain) {
+    auto re = cur.recompressed(c);
+    ASSERT_TRUE(re.ok()) << compression_name(c) << ": " << re.error().to_string();
+    const BatchHeader& h = re->header();
+    EXPECT_EQ(h.compression(), c);
+    EXPECT_EQ(h.record_count, 50);
+    EXPECT_EQ(h.last_offset_delta, 49);
+    EXPECT_EQ(h.producer_id, 42);
+    EXPECT_EQ(h.base_sequence, 5);
+    EXPECT_EQ(h.base_timestamp, orig->header().base_timestamp);
+    EXPECT_EQ(h.max_timestamp, orig->header().max_timestamp);
+    EXPECT_EQ(h.total_size(), re->bytes().size());
+    EXPECT_EQ(re->compute_crc(), h.crc);
+    EXPECT_TRUE(re->validate(OffsetCheck::kProduce).ok());
+    std::vector<std::string> got;
+    ASSERT_TRUE(re->for_each_record([&](const RecordView& r) { got.emplace_back(*r.value); }).ok());
+    EXPECT_EQ(got, want) << compression_name(c);
+    cur = *re;
+  }
+  EXPECT_EQ(cur.bytes().view(), orig->bytes().view());  // back to uncompressed: the same bytes
+}
+
 }  // namespace
 }  // namespace shale::protocol
