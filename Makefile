@@ -14,7 +14,7 @@ build: setup
 	@cmake --build build/release -j $(JOBS) --target shale
 
 run: build
-	build/release/bin/shale serve $(ARGS)
+	build/release/bin/shale serve --override http.listeners=http://127.0.0.1:8080 $(ARGS)
 
 test: setup
 	@scripts/test

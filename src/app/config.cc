@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "app/wal_uri.h"
+#include "http/server.h"
 
 namespace shale::app {
 
@@ -135,6 +136,11 @@ std::string validate_buckets(std::string_view v) {
   return "";
 }
 
+std::string validate_http_listeners(std::string_view v) {
+  auto r = http::parse_http_listeners(std::string(v));
+  return r.ok() ? "" : r.error().message;
+}
+
 std::string validate_wal_path(std::string_view v) {
   std::string t = trim(v);
   if (t.empty()) return "must not be empty";
@@ -197,6 +203,11 @@ const std::vector<ConfigKey> kKeys = {
      "take effect one at a time in the order sent (a produce lets the next request start once "
      "its appends are queued for the WAL), and responses leave in request order.",
      1, 65536},
+    {"http.listeners", ConfigType::kList, "", "Network",
+     "HTTP listeners for Prometheus scrapes (GET /metrics) and health checks (GET /healthz), "
+     "off the Kafka port: comma-separated http://host:port (port 0 picks a free one). Empty = "
+     "off; `make run` serves http://127.0.0.1:8080.",
+     INT64_MIN, INT64_MAX, validate_http_listeners},
     {"shutdown.drain.ms", ConfigType::kLong, "5000", "Network",
      "On shutdown, how long in-flight requests may run before their shards are stopped.", 0,
      INT64_MAX},

@@ -29,11 +29,13 @@
 #include "app/config.h"
 #include "app/wal_uri.h"
 #include "base/log.h"
+#include "base/metrics.h"
 #include "broker/api_versions.h"
 #include "broker/broker.h"
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
+#include "http/server.h"
 #include "meta/sqlite_meta_store.h"
 #include "net/server.h"
 #include "objstore/factory.h"
@@ -53,6 +55,60 @@ uint64_t physical_memory() {
   long page = ::sysconf(_SC_PAGESIZE);
   if (pages <= 0 || page <= 0) return uint64_t{8} << 30;
   return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// Scrape-time figures for /metrics: the storage engine's counters (AutoMQ's kafka_stream_*
+// names where it has one), connections, and the process's CPU and memory (Prometheus's
+// standard process_* names).
+void collect(metrics::Sink& s, const storage::Engine& engine, const net::Server& server) {
+  const storage::EngineStats e = engine.stats();
+  auto d = [](uint64_t v) { return static_cast<double>(v); };
+  s.counter("kafka_stream_wal_write_bytes_total", "Bytes written to the WAL", {},
+            d(e.wal_bytes_written));
+  s.counter("kafka_stream_wal_writes_total", "WAL group-commit writes (each made durable)", {},
+            d(e.wal_writes));
+  s.gauge("kafka_stream_wal_used_bytes", "Bytes of the WAL not yet trimmed", {},
+          d(e.wal_used_bytes));
+  s.gauge("kafka_stream_log_cache_size_bytes", "Bytes in the LogCache (recent data)", {},
+          d(e.log_cache_bytes));
+  s.gauge("kafka_stream_upload_pending_bytes",
+          "LogCache bytes not yet uploaded to objects (the upload backlog)", {},
+          d(e.log_cache_unuploaded_bytes));
+  s.gauge("kafka_stream_block_cache_size_bytes", "Bytes in the BlockCache (catch-up reads)", {},
+          d(e.block_cache_bytes));
+  s.counter("kafka_stream_object_requests_total", "Object store requests, by operation",
+            {{"operation", "put"}}, d(e.object_puts));
+  s.counter("kafka_stream_object_requests_total", "Object store requests, by operation",
+            {{"operation", "get"}}, d(e.object_gets));
+  s.counter("kafka_stream_upload_objects_total", "Objects uploaded from the WAL", {},
+            d(e.objects_uploaded));
+  s.counter("kafka_stream_upload_size_bytes_total", "Bytes uploaded from the WAL", {},
+            d(e.bytes_uploaded));
+  s.counter("kafka_stream_append_refused_total", "Appends refused by back-pressure", {},
+            d(e.appends_refused));
+  s.counter("kafka_stream_compactions_total", "Object compaction rounds that rewrote objects", {},
+            d(e.compactions));
+  s.counter("kafka_stream_objects_deleted_total", "Objects deleted (compaction, retention)", {},
+            d(e.objects_deleted));
+  s.gauge("kafka_server_connections", "Open client connections", {}, d(server.open_connections()));
+  s.counter("kafka_server_connections_accepted_total", "Client connections accepted", {},
+            d(server.accepted_connections()));
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  auto secs = [](const timeval& tv) {
+    return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6;
+  };
+  s.counter("process_cpu_seconds_total", "User and system CPU time spent in seconds", {},
+            secs(ru.ru_utime) + secs(ru.ru_stime));
+  s.gauge("process_max_resident_memory_bytes", "Peak resident set size in bytes", {},
+          d(static_cast<uint64_t>(ru.ru_maxrss) * 1024));
+  long pages = 0, resident = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  s.gauge("process_resident_memory_bytes", "Resident memory size in bytes", {},
+          d(static_cast<uint64_t>(resident) * static_cast<uint64_t>(::sysconf(_SC_PAGESIZE))));
 }
 
 // Writes the storage engine's counters, the listener's connection counts and this process's
@@ -373,6 +429,35 @@ int serve_main(int argc, char** argv) {
     }
   }
 
+  // Prometheus metrics on the HTTP listener (docs/operations.md, "Metrics").
+  http::Server web;
+  int collector = -1;
+  auto http_eps = http::parse_http_listeners(cfg.get_string("http.listeners"));
+  if (http_eps.ok() && !http_eps->empty()) {
+    collector = metrics::global().add_collector(
+        [eng = engine->get(), srv = &server](metrics::Sink& s) { collect(s, *eng, *srv); });
+    web.route("/metrics", [](const std::string&, const std::string&) {
+      return http::Reply{200, "text/plain; version=0.0.4; charset=utf-8",
+                         metrics::global().expose()};
+    });
+    web.route("/healthz", [](const std::string&, const std::string&) {
+      return http::Reply{200, "text/plain; charset=utf-8", "ok\n"};
+    });
+    if (auto st = web.start(*http_eps); !st.ok()) {
+      metrics::global().remove_collector(collector);
+      server.stop();
+      pool.stop(0);
+      groups.stop();
+      broker.stop();
+      return fail("configuration key 'http.listeners': " + st.error().message);
+    }
+    auto ports = web.ports();
+    for (size_t i = 0; i < ports.size(); ++i) {
+      const std::string host = (*http_eps)[i].host.empty() ? "0.0.0.0" : (*http_eps)[i].host;
+      spdlog::info("HTTP listener on http://{}:{} (/metrics, /healthz)", host, ports[i]);
+    }
+  }
+
   std::string where = host_port(eps.at(0));
   std::string try_addr = where;
   if (eps[0].address().is_unspecified()) try_addr = "127.0.0.1:" + std::to_string(eps[0].port());
@@ -386,6 +471,8 @@ int serve_main(int argc, char** argv) {
   int sig = 0;
   sigwait(&stop_signals, &sig);
   spdlog::info("received {}, shutting down", sig == SIGTERM ? "SIGTERM" : "SIGINT");
+  web.stop();
+  if (collector >= 0) metrics::global().remove_collector(collector);
   server.stop();
   pool.stop(opts.shutdown_drain_ms);
   groups.stop();

@@ -1,6 +1,7 @@
 #include "broker/dispatcher.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "base/endian.h"
 #include "broker/api_versions.h"
@@ -10,6 +11,18 @@
 namespace shale::broker {
 
 void Dispatcher::add_entry(Entry e) {
+  const metrics::Labels api{{"request", protocol::api_name(e.key)}};
+  auto& reg = metrics::global();
+  // Kafka's RequestMetrics (RequestsPerSec, TotalTimeMs) under Prometheus names.
+  e.requests = &reg.counter("kafka_network_requests_total",
+                            "Requests handled, by API (Kafka's RequestsPerSec)", api);
+  e.failures =
+      &reg.counter("kafka_network_request_failures_total",
+                   "Requests that closed their connection (undecodable, unsupported)", api);
+  e.latency = &reg.histogram("kafka_network_request_duration_seconds",
+                             "Time from a request's start to its response, by API "
+                             "(Kafka's TotalTimeMs)",
+                             api);
   auto idx = static_cast<size_t>(e.key);
   if (by_key_.size() <= idx) by_key_.resize(idx + 1);
   by_key_[idx] = std::make_unique<Entry>(std::move(e));
@@ -86,8 +99,13 @@ asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& con
                                  protocol::api_name(e->key), e->min_version, e->max_version));
   }
   RequestContext ctx{conn, header, order};
+  const auto started = std::chrono::steady_clock::now();
   auto result = co_await e->invoke(ctx, r);
+  e->requests->inc();
+  e->latency->observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
   if (!result.ok()) {
+    e->failures->inc();
     co_return reject(bad_request_log_, conn,
                      fmt::format("cannot decode or encode {} v{} (correlation id {}): {}",
                                  protocol::api_name(e->key), version, header.correlation_id,

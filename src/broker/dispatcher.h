@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/metrics.h"
 #include "base/result.h"
 #include "net/frame_handler.h"
 #include "protocol/frame.h"
@@ -113,6 +114,10 @@ class Dispatcher : public net::FrameHandler {
     protocol::ApiKey key{};
     int16_t min_version = 0;
     int16_t max_version = -1;
+    // Per-API metrics (base/metrics.h), registered with the entry.
+    metrics::Counter* requests = nullptr;
+    metrics::Counter* failures = nullptr;  // undecodable, unsupported: the connection closed
+    metrics::Histogram* latency = nullptr;
     std::function<asio::awaitable<Result<std::optional<BufferChain>>>(const RequestContext&,
                                                                       protocol::Reader&)>
         invoke;

@@ -8,6 +8,7 @@
 #include <asio/this_coro.hpp>
 
 #include "broker/handlers.h"
+#include "broker/topic_metrics.h"
 
 namespace shale::broker {
 
@@ -235,6 +236,10 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     pd.last_stable_offset = g.hw;
     if (version >= 5) pd.log_start_offset = g.log_start;
     pd.records = g.records ? *g.records : Buffer();
+    if (g.records && !g.records->empty()) {
+      TopicMetrics::instance().for_topic(w.topic).bytes_out.inc(g.records->size());
+      TopicMetrics::instance().all().bytes_out.inc(g.records->size());
+    }
   };
   for (size_t i = 0; i < wants.size(); ++i) {
     const Want& w = wants[i];

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "broker/handlers.h"
+#include "broker/topic_metrics.h"
 
 namespace shale::broker {
 
@@ -138,6 +139,21 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
   return out;
 }
 
+// Kafka's BytesInPerSec / MessagesInPerSec, per topic and in total.
+void count_in(const std::string& topic, const std::vector<PreparedBatch>& batches) {
+  uint64_t bytes = 0, messages = 0;
+  for (const auto& pb : batches) {
+    bytes += pb.batch.bytes().size();
+    messages += static_cast<uint64_t>(pb.batch.header().last_offset_delta) + 1;
+  }
+  TopicCounters& t = TopicMetrics::instance().for_topic(topic);
+  TopicCounters& all = TopicMetrics::instance().all();
+  t.bytes_in.inc(bytes);
+  t.messages_in.inc(messages);
+  all.bytes_in.inc(bytes);
+  all.messages_in.inc(messages);
+}
+
 struct PartitionSlot {
   ProduceResponse::PartitionProduceResponse* resp;
   std::shared_ptr<Status> result;  // written by the append callback
@@ -207,6 +223,7 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       if (!st.message.empty()) pr.error_message = st.message;
       pr.base_offset = st.base_offset;
       pr.log_append_time_ms = st.log_append_time;
+      if (st.error == ErrorCode::kNone) count_in(td.name, prep.batches);
       pr.log_start_offset = part->log_start_offset();
       slots.push_back({&pr, result, st.pending});
     }

@@ -100,6 +100,90 @@ def test_metrics_file_bad_path_fails():
         assert "--metrics-file" in r.stderr, r.stderr
 
 
+def scrape(url):
+    import urllib.request
+    with urllib.request.urlopen(url, timeout=10) as r:
+        assert r.status == 200, r.status
+        assert r.headers["Content-Type"].startswith("text/plain; version=0.0.4"), r.headers
+        return r.read().decode()
+
+
+def samples(text):
+    """name{labels} -> value, and name -> type, from the Prometheus text format."""
+    values, types = {}, {}
+    for line in text.splitlines():
+        if line.startswith("# TYPE "):
+            _, _, name, typ = line.split(" ", 3)
+            types[name] = typ
+        elif line and not line.startswith("#"):
+            key, value = line.rsplit(" ", 1)
+            values[key] = float(value)
+    return values, types
+
+
+def test_prometheus_endpoint():
+    with tempfile.TemporaryDirectory(prefix="shale-metrics-test-") as tmp:
+        proc, port = start(tmp, "--override", "http.listeners=http://127.0.0.1:0")
+        try:
+            log = open(os.path.join(tmp, "stderr.log")).read()
+            m = re.search(r"HTTP listener on (http://127\.0\.0\.1:\d+)", log)
+            assert m, log
+            base = m.group(1)
+            import urllib.request
+            with urllib.request.urlopen(base + "/healthz", timeout=10) as r:
+                assert r.read() == b"ok\n"
+            produce(port, "prom", 300)
+            out = subprocess.run(["kcat", "-b", "127.0.0.1:%d" % port, "-C", "-t", "prom", "-o",
+                                  "beginning", "-e", "-q"], capture_output=True, text=True,
+                                 timeout=60)
+            assert out.returncode == 0 and len(out.stdout.splitlines()) == 300, out.stderr
+            values, types = samples(scrape(base + "/metrics"))
+            for name, typ in [("kafka_network_requests_total", "counter"),
+                              ("kafka_network_request_duration_seconds", "histogram"),
+                              ("kafka_server_brokertopicmetrics_bytes_in_total", "counter"),
+                              ("kafka_server_brokertopicmetrics_messages_in_total", "counter"),
+                              ("kafka_server_brokertopicmetrics_bytes_out_total", "counter"),
+                              ("kafka_stream_wal_write_bytes_total", "counter"),
+                              ("kafka_stream_log_cache_size_bytes", "gauge"),
+                              ("kafka_stream_object_requests_total", "counter"),
+                              ("kafka_server_connections", "gauge"),
+                              ("process_cpu_seconds_total", "counter"),
+                              ("process_resident_memory_bytes", "gauge")]:
+                assert types.get(name) == typ, (name, types.get(name))
+            assert values['kafka_server_brokertopicmetrics_messages_in_total{topic="prom"}'] == 300
+            assert values['kafka_server_brokertopicmetrics_bytes_in_total{topic="prom"}'] > 300 * 200
+            assert values['kafka_server_brokertopicmetrics_bytes_out_total{topic="prom"}'] > 300 * 200
+            assert values['kafka_network_requests_total{request="Produce"}'] >= 1
+            assert values['kafka_network_request_duration_seconds_count{request="Fetch"}'] >= 1
+            assert values["kafka_stream_wal_write_bytes_total"] >= 300 * 200
+            assert values["process_resident_memory_bytes"] > 0
+            # The committed Grafana dashboard only uses metrics the broker exports.
+            root = os.environ.get("SHALE_SOURCE_DIR",
+                                  os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+            dash = json.load(open(os.path.join(root, "deploy", "grafana", "shale.json")))
+            used = set()
+            for panel in dash["panels"]:
+                for t in panel["targets"]:
+                    used |= set(re.findall(r"\b((?:kafka|process)_[a-z_]+)", t["expr"]))
+            assert used, dash
+            for name in used:
+                family = re.sub(r"_(bucket|sum|count)$", "", name)
+                assert family in types, "dashboard uses %s, not exported" % name
+            # Counters move with traffic.
+            produce(port, "prom", 200)
+            after, _ = samples(scrape(base + "/metrics"))
+            assert after['kafka_server_brokertopicmetrics_messages_in_total{topic="prom"}'] == 500
+            assert (after['kafka_network_requests_total{request="Produce"}'] >
+                    values['kafka_network_requests_total{request="Produce"}'])
+            assert after["kafka_stream_wal_writes_total"] > values["kafka_stream_wal_writes_total"]
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+
+
 CASES = {n[len("test_"):]: f for n, f in list(globals().items()) if n.startswith("test_")}
 
 if __name__ == "__main__":
