@@ -9,7 +9,7 @@
 // - read workers (opts.read_threads): object reads through the BlockCache, read-ahead;
 // - the background thread: stream closes, the compaction/GC timer.
 // Locks, in acquisition order: StreamImpl::mu_ → EngineImpl::cache_mu_; EngineImpl::mu_ (stream
-// table) and index_mu_ (per-stream object ranges) are leaves. No lock is held while calling
+// table), index_mu_ (per-stream object ranges) and health_mu_ (degraded state) are leaves. No lock is held while calling
 // the MetaStore, the ObjectStore or a user callback, except mu_ during open/create (MetaStore).
 #pragma once
 
@@ -96,6 +96,7 @@ class EngineImpl final : public Engine {
   Status flush() override;
   Status compact_now() override;
   EngineStats stats() const override;
+  EngineHealth health() const override;
   void shutdown() override;
 
   // --- used by StreamImpl ---
@@ -110,6 +111,8 @@ class EngineImpl final : public Engine {
   void post_background(std::function<void()> fn);
   void forget_stream(int64_t id);
   bool stopping() const { return stopping_.load(); }
+  // A refusal (kUnavailable back-pressure) turned into the degraded error while degraded.
+  Error refusal(Error e);
 
  private:
   // engine.cc
@@ -119,6 +122,9 @@ class EngineImpl final : public Engine {
   void background_loop();
   // upload.cc
   void uploader_loop();
+  // Degraded-state bookkeeping, called by the uploader after each attempt.
+  void upload_failed(const Error& e, uint64_t bytes);
+  void upload_succeeded();
   void request_upload();
   Status upload_block(const CacheBlock& block);
   std::vector<PlannedObject> plan_objects(
@@ -209,6 +215,17 @@ class EngineImpl final : public Engine {
   bool bg_stop_ = false;
   std::thread bg_;
   std::mutex compact_mu_;  // one compaction/GC round at a time
+
+  // Health: degraded_ is read on every refused append; the rest under health_mu_.
+  std::atomic<bool> degraded_{false};
+  mutable std::mutex health_mu_;
+  EngineHealth health_;
+  // Object ids prepared for the block being retried (block id, first id, count): a run of
+  // failed attempts reuses them instead of preparing new ones each time.
+  uint64_t last_upload_need_ = 0;  // largest object of the last upload attempt (uploader only)
+  uint64_t retry_block_ = 0;
+  int64_t retry_first_id_ = 0;
+  size_t retry_ids_ = 0;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};

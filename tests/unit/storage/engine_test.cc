@@ -246,7 +246,9 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
     }
   }
   ASSERT_FALSE(last.ok());
-  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  // Plain back-pressure, or the degraded refusal once the failed upload was noticed.
+  EXPECT_TRUE(last.error().code == Errc::kUnavailable || last.error().code == Errc::kNoSpace)
+      << last.error().to_string();
   EXPECT_TRUE(last.error().retryable);
   EXPECT_GT(e->stats().appends_refused, 0u);
   EXPECT_EQ(s->next_offset(), off);  // a refused append consumed no offset
@@ -282,7 +284,8 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
     }
   }
   ASSERT_FALSE(last.ok());
-  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  EXPECT_TRUE(last.error().code == Errc::kUnavailable || last.error().code == Errc::kNoSpace)
+      << last.error().to_string();
   EXPECT_EQ(s->next_offset(), off);
   fail_writes(store_, false);
   Status ok;
@@ -294,6 +297,114 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   }
   EXPECT_TRUE(ok.ok());
   expect_readable(s, id, 0, off + 1, 32 << 10);
+}
+
+// Issue #19: uploads that keep failing put the engine in the degraded state (cause, detail,
+// bytes needed); a full WAL then refuses appends with the degraded error (kNoSpace, retryable,
+// naming the cause) at once; the first successful upload leaves the state, the WAL drains and
+// appends are accepted again, with nothing acknowledged lost.
+TEST_F(EngineTest, FailingUploadsDegradeThenRecoverWithoutRestart) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  EXPECT_FALSE(e->health().degraded);
+  store_.fail_randomly(objstore::Op::kPut, 1.0, 1,
+                       Error::make(Errc::kNoSpace, "injected: No space left on device", true));
+  store_.fail_randomly(objstore::Op::kCreateMultipart, 1.0, 1,
+                       Error::make(Errc::kNoSpace, "injected: No space left on device", true));
+  int64_t off = 0;
+  Status last;
+  for (int i = 0; i < 4000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (r.ok()) {
+      ++off;
+      continue;
+    }
+    last = r.error();
+    if (r.error().code == Errc::kNoSpace) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // until the failure is seen
+  }
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kNoSpace) << last.error().to_string();
+  EXPECT_TRUE(last.error().retryable);
+  EXPECT_NE(last.error().message.find("object_store_full"), std::string::npos);
+  EngineHealth h = e->health();
+  EXPECT_TRUE(h.degraded);
+  EXPECT_EQ(h.cause, DegradedCause::kObjectStoreFull);
+  EXPECT_TRUE(h.wal_full);
+  EXPECT_GT(h.bytes_needed, 0u);
+  EXPECT_GT(h.upload_failures, 0u);
+  EXPECT_GT(h.since_ms, 0);
+  EXPECT_NE(h.detail.find("No space"), std::string::npos);
+  EXPECT_EQ(s->next_offset(), off);  // refusals consumed no offset
+
+  store_.clear();
+  Status ok;
+  for (int i = 0; i < 4000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  ++off;
+  EXPECT_FALSE(e->health().degraded);
+  EXPECT_EQ(e->health().cause, DegradedCause::kNone);
+  expect_readable(s, id, 0, off, 32 << 10);
+}
+
+// The cause follows the error: throttling/outage and refused credentials.
+TEST_F(EngineTest, DegradedCauseNamesUnavailableAndAccessDenied) {
+  auto e = open(options());
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  auto wait_cause = [&](DegradedCause want) {
+    for (int i = 0; i < 2000 && e->health().cause != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return e->health().cause;
+  };
+  store_.fail_randomly(objstore::Op::kPut, 1.0, 1);  // 503 SlowDown
+  ASSERT_TRUE(append_sync(s, 0, 1, payload_for(id, 0, 100)).ok());
+  std::thread f([&] { (void)e->flush(); });
+  EXPECT_EQ(wait_cause(DegradedCause::kObjectStoreUnavailable),
+            DegradedCause::kObjectStoreUnavailable);
+  f.join();
+  store_.clear();
+  store_.fail_randomly(
+      objstore::Op::kPut, 1.0, 1,
+      Error::make(Errc::kIoError, "S3 PUT s3://b/k: access denied: InvalidAccessKeyId: x"));
+  EXPECT_EQ(wait_cause(DegradedCause::kObjectStoreAccessDenied),
+            DegradedCause::kObjectStoreAccessDenied);
+  store_.clear();
+  ASSERT_TRUE(e->flush().ok());
+  EXPECT_FALSE(e->health().degraded);
+  expect_readable(s, id, 0, 1, 100);
+}
+
+// A run of failed attempts of one block reuses the object ids it prepared: the MetaStore does
+// not grow with the length of an outage.
+TEST_F(EngineTest, RetriedUploadsReusePreparedObjectIds) {
+  auto e = open(options());
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  ASSERT_TRUE(append_sync(s, 0, 1, payload_for(id, 0, 100)).ok());
+  fail_writes(store_, true);
+  std::thread f([&] { (void)e->flush(); });
+  for (int i = 0; i < 4000 && e->health().upload_failures < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  f.join();
+  EXPECT_GE(e->health().upload_failures, 4u);
+  Keys keys(options().ns);
+  auto objs = meta_->prefix(keys.objects());
+  ASSERT_TRUE(objs.ok());
+  EXPECT_EQ(objs->size(), 1u);  // one prepared id, however many attempts
+  fail_writes(store_, false);
+  ASSERT_TRUE(e->flush().ok());
+  expect_readable(s, id, 0, 1, 100);
 }
 
 TEST_F(EngineTest, ReopenElsewhereFencesTheOldOwner) {
