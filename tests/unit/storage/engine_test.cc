@@ -576,6 +576,35 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   EXPECT_FALSE(append_sync(s, 2, 1, "x").ok());
 }
 
+// Issue #19: a WAL write failing with ENOSPC (a thin-provisioned or copy-on-write disk can do
+// that despite the preallocation) fails that append and the WAL closed; a crash in that state
+// (uploads failing too, so the data is only in the WAL) loses nothing acknowledged.
+TEST_F(EngineTest, WalWriteNoSpaceLosesNothingAcknowledged) {
+  testing::FaultFs fs;
+  auto o = options();
+  o.fs = &fs;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    fail_writes(store_, true);
+    for (int64_t i = 0; i < 20; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 1000)).ok());
+    }
+    fs.faults.fail_write_after = fs.faults.writes.load();
+    auto r = append_sync(s, 20, 1, payload_for(id, 20, 1000));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::kIoError);
+    EXPECT_EQ(s->end_offset(), 20);
+  }  // shutdown cannot upload: the acknowledged records stay only in the WAL
+  fail_writes(store_, false);
+  auto e = open(options());
+  Stream* s = *e->open_stream(id);
+  EXPECT_EQ(s->end_offset(), 20);
+  expect_readable(s, id, 0, 20, 1000);
+}
+
 // A block holding many small streams becomes several stream-set objects, each small enough
 // for one PUT (written in parallel), instead of one multipart object.
 TEST_F(EngineTest, ManyStreamsBecomeSeveralSinglePutStreamSetObjects) {
