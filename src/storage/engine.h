@@ -124,10 +124,10 @@ const char* degraded_cause_name(DegradedCause c);  // "none", "object_store_full
 struct EngineHealth {
   bool degraded = false;
   DegradedCause cause = DegradedCause::kNone;
-  std::string detail;         // the last upload error
-  std::string store;          // the object store ("file:///...", "s3://...")
-  int64_t since_ms = 0;       // wall clock when the state was entered (0: not degraded)
-  uint64_t bytes_needed = 0;  // size of the upload that failed (what must fit)
+  std::string detail;            // the last upload error
+  std::string store;             // the object store ("file:///...", "s3://...")
+  int64_t since_ms = 0;          // wall clock when the state was entered (0: not degraded)
+  uint64_t bytes_needed = 0;     // size of the upload that failed (what must fit)
   uint64_t upload_failures = 0;  // failed upload attempts in this degraded period
   bool wal_full = false;         // appends are being refused right now
 };

@@ -9,8 +9,9 @@
 // - read workers (opts.read_threads): object reads through the BlockCache, read-ahead;
 // - the background thread: stream closes, the compaction/GC timer.
 // Locks, in acquisition order: StreamImpl::mu_ → EngineImpl::cache_mu_; EngineImpl::mu_ (stream
-// table), index_mu_ (per-stream object ranges) and health_mu_ (degraded state) are leaves. No lock is held while calling
-// the MetaStore, the ObjectStore or a user callback, except mu_ during open/create (MetaStore).
+// table), index_mu_ (per-stream object ranges) and health_mu_ (degraded state) are leaves. No lock
+// is held while calling the MetaStore, the ObjectStore or a user callback, except mu_ during
+// open/create (MetaStore).
 #pragma once
 
 #include <atomic>

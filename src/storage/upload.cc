@@ -83,8 +83,8 @@ void EngineImpl::uploader_loop() {
     // Back off (100 ms, doubling, at most 2 s), then retry the same block: data leaves the WAL
     // only after its commit. A trim or a flush wakes the uploader early.
     if (uploader_stop_ && failures >= 3) break;
-    upload_cv_.wait_for(lk, std::chrono::milliseconds(
-                                std::min<int64_t>(int64_t{100} << std::min(failures - 1, 5), 2000)));
+    upload_cv_.wait_for(lk, std::chrono::milliseconds(std::min<int64_t>(
+                                int64_t{100} << std::min(failures - 1, 5), 2000)));
   }
 }
 
@@ -330,8 +330,8 @@ void EngineImpl::upload_failed(const Error& e, uint64_t bytes) {
         "storage {} degraded state ({}): uploads to {} fail: {}; the upload needs {} bytes; {} "
         "bytes wait in the WAL ({} of {} bytes used); once it is full, produce is answered with "
         "KAFKA_STORAGE_ERROR until an upload succeeds (retrying with back-off)",
-        entered ? "entered" : "still in", degraded_cause_name(cause), store_->describe(),
-        e.message, bytes, s.log_cache_unuploaded_bytes, s.wal_used_bytes, opts_.wal_capacity);
+        entered ? "entered" : "still in", degraded_cause_name(cause), store_->describe(), e.message,
+        bytes, s.log_cache_unuploaded_bytes, s.wal_used_bytes, opts_.wal_capacity);
   }
 }
 
