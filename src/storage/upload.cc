@@ -269,18 +269,20 @@ Status EngineImpl::upload_block(const CacheBlock& block) {
     if (!p.ok()) return std::move(p).error();
     first = *p;
   }
-  retry_ids_ = 0;
+  // Until this block commits, its retries use these ids (if never committed, they expire and
+  // are collected).
+  retry_block_ = block.id;
+  retry_first_id_ = first;
+  retry_ids_ = objs.size();
   std::vector<int64_t> ids;
   for (size_t i = 0; i < objs.size(); ++i) ids.push_back(first + static_cast<int64_t>(i));
   auto sizes = write_objects(ids, objs);
-  if (!sizes.ok()) {
-    // Prepared ids of an abandoned attempt expire and are collected.
-    retry_block_ = block.id;
-    retry_first_id_ = first;
-    retry_ids_ = objs.size();
-    return std::move(sizes).error();
-  }
-  return commit_upload(ids, objs, *sizes);  // a failed commit prepares anew next time
+  if (!sizes.ok()) return std::move(sizes).error();
+  Status st = commit_upload(ids, objs, *sizes);
+  // Committed, or the prepared ids expired or vanished (kConflict): the next block or attempt
+  // prepares anew.
+  if (st.ok() || st.error().code == Errc::kConflict) retry_ids_ = 0;
+  return st;
 }
 
 namespace {
