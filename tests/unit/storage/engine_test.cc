@@ -8,6 +8,7 @@
 #include "fault_fs.h"
 #include "meta/sqlite_meta_store.h"
 #include "objstore/memory_store.h"
+#include "objstore/posix_store.h"
 #include "storage/meta_schema.h"
 #include "test_util.h"
 
@@ -686,6 +687,28 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
   e->shutdown();
   auto e2 = open(o);
   expect_readable(*e2->open_stream(id), id, 0, 40, 50000);
+}
+
+// Issue #19: a POSIX store copies multipart parts together at complete(), needing twice the
+// object's size free; the engine writes every object there with one put, so an upload needs
+// only the object's own size.
+TEST_F(EngineTest, PosixStoreGetsLargeObjectsAsOnePut) {
+  auto posix = objstore::PosixStore::open(dir_.file("objects"));
+  ASSERT_TRUE(posix.ok());
+  objstore::FaultInjectingStore counted(**posix);
+  auto o = options();
+  o.object_part_size = 256 << 10;
+  o.upload_threshold = 4 << 20;
+  auto e = Engine::open(o, &counted, meta_.get());
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  int64_t id = *(*e)->create_stream({});
+  Stream* s = *(*e)->open_stream(id);
+  for (int64_t i = 0; i < 40; ++i)
+    ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50000)).ok());
+  ASSERT_TRUE((*e)->flush().ok());
+  EXPECT_EQ(counted.calls(objstore::Op::kCreateMultipart), 0u);
+  EXPECT_GT(counted.calls(objstore::Op::kPut), 0u);
+  expect_readable(s, id, 0, 40, 50000);
 }
 
 // Random appends, reads, trims, flushes, compactions and restarts against an in-memory model.
