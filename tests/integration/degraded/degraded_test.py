@@ -356,6 +356,8 @@ def case_disk_full(tmp):
         log = b.log()
         assert log.count("entered degraded state") == 1, log[-4000:]
         assert "bytes free in" in log, log[-4000:]
+        # Fetches keep working while degraded: everything acknowledged so far reads back.
+        read_back(b, "full", p.acked)
         # Free a little more than one object (uploads are ~11 MiB blocks): uploads resume
         # without any more room than the object itself, the WAL drains, produce is accepted.
         fs.release(16 << 20)
@@ -555,6 +557,7 @@ def s3_fault_case(tmp, mode, cause):
         check_degraded_signals(b, mpath, cause)
         for _ in range(5):
             assert p.send_one()[0] == KAFKA_STORAGE_ERROR
+        read_back(b, "s3f", p.acked)  # fetches keep working while degraded
         proxy.mode = "pass"  # the store is back: the broker recovers by itself
         p.wait_accepted(120)
         check_recovered_signals(b, mpath)
