@@ -142,16 +142,19 @@ TEST_F(BrokerTest, DescribeLogDirsShowsDegradedStorage) {
   create_topic("ldd", 1);
   auto describe = [&] {
     protocol::DescribeLogDirsRequest req;
+    req.topics = std::nullopt;  // every topic
     return run(handle_describe_log_dirs(*broker_, 4, std::move(req)));
   };
   auto ok = describe();
   ASSERT_EQ(ok.results.size(), 1u);
   EXPECT_EQ(ok.results[0].error_code, 0);
+  EXPECT_EQ(ok.results[0].topics.size(), 1u);
   fake_->set_degraded(true);
   auto bad = describe();
   ASSERT_EQ(bad.results.size(), 1u);
   EXPECT_EQ(bad.results[0].error_code, code(ErrorCode::kKafkaStorageError));
-  EXPECT_EQ(bad.results[0].topics.size(), 1u);  // data already stored stays readable
+  // Partitions stay listed (their stored data is readable), unlike Kafka's offline dir.
+  EXPECT_EQ(bad.results[0].topics.size(), ok.results[0].topics.size());
   fake_->set_degraded(false);
   EXPECT_EQ(describe().results[0].error_code, 0);
 }
