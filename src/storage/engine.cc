@@ -678,7 +678,9 @@ const char* degraded_cause_name(DegradedCause c) {
 }
 
 Error EngineImpl::refusal(Error e) {
-  if (e.code != Errc::kUnavailable || !degraded_.load()) return e;
+  if (e.code != Errc::kUnavailable) return e;
+  if (!degraded_.load()) check_upload_stalled();
+  if (!degraded_.load()) return e;
   std::string msg;
   bool first = false;
   {

@@ -72,6 +72,10 @@ struct EngineOptions {
   // on one disk, 4 concurrent 32 MiB writes+fsyncs starved the WAL (bench/vs-kafka tail read:
   // 200 msg/s sustained with 4, 800 with 1). Raise it for S3 or a separate object disk.
   int upload_parallelism = 1;
+  // An upload attempt still running after this long while appends are refused (WAL or
+  // LogCache full) makes the engine degraded (cause object_store_unavailable) without waiting
+  // for the attempt to fail — an S3 endpoint that hangs fails it only after its timeouts.
+  int64_t upload_stall_ms = 10000;
   FileSystem* fs = nullptr;  // nullptr: the real POSIX file system
 };
 

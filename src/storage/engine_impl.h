@@ -126,6 +126,9 @@ class EngineImpl final : public Engine {
   // Degraded-state bookkeeping, called by the uploader after each attempt.
   void upload_failed(const Error& e, uint64_t bytes);
   void upload_succeeded();
+  // Called by a refused append: enters the degraded state if the upload attempt has run for
+  // longer than opts_.upload_stall_ms.
+  void check_upload_stalled();
   void request_upload();
   Status upload_block(const CacheBlock& block);
   std::vector<PlannedObject> plan_objects(
@@ -223,7 +226,12 @@ class EngineImpl final : public Engine {
   EngineHealth health_;
   // Object ids prepared for the block being retried (block id, first id, count): a run of
   // failed attempts reuses them instead of preparing new ones each time.
-  uint64_t last_upload_need_ = 0;  // largest object of the last upload attempt (uploader only)
+  // Largest object of the current/last upload attempt (written by the uploader).
+  std::atomic<uint64_t> last_upload_need_{0};
+  // When the running upload attempt started (clock::mono_ms), 0 when none runs: a refused
+  // append finding it older than opts_.upload_stall_ms makes the engine degraded at once
+  // instead of after the store's own retries and timeouts (minutes for a store that hangs).
+  std::atomic<int64_t> upload_started_ms_{0};
   uint64_t retry_block_ = 0;
   int64_t retry_first_id_ = 0;
   size_t retry_ids_ = 0;

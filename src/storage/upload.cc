@@ -51,7 +51,9 @@ void EngineImpl::uploader_loop() {
       continue;
     }
     lk.unlock();
+    upload_started_ms_.store(clock::mono_ms());
     Status st = upload_block(*block);
+    upload_started_ms_.store(0);
     lk.lock();
     if (st.ok()) {
       failures = 0;
@@ -73,7 +75,7 @@ void EngineImpl::uploader_loop() {
     last_upload_error_.retryable = true;
     flushed_cv_.notify_all();
     lk.unlock();
-    upload_failed(st.error(), last_upload_need_);
+    upload_failed(st.error(), last_upload_need_.load());
     lk.lock();
     uint64_t dropped = 0;
     if (errlog.allow(&dropped)) {
@@ -257,8 +259,9 @@ Status EngineImpl::upload_block(const CacheBlock& block) {
   // becomes several objects written in parallel instead of one long multipart upload.
   auto objs = plan_objects(std::move(data), false, 2 * opts_.object_part_size);
   if (objs.empty()) return ok_status();
-  last_upload_need_ = 0;
-  for (auto& o : objs) last_upload_need_ = std::max(last_upload_need_, o.bytes);
+  uint64_t need = 0;
+  for (auto& o : objs) need = std::max(need, o.bytes);
+  last_upload_need_.store(need);
   // A retry of the same block reuses the ids prepared by the failed attempt (rewriting an
   // uncommitted object is harmless), so an outage does not pile up prepared ids.
   int64_t first = 0;
@@ -335,6 +338,32 @@ void EngineImpl::upload_failed(const Error& e, uint64_t bytes) {
         entered ? "entered" : "still in", degraded_cause_name(cause), store_->describe(), e.message,
         bytes, s.log_cache_unuploaded_bytes, s.wal_used_bytes, opts_.wal_capacity);
   }
+}
+
+void EngineImpl::check_upload_stalled() {
+  const int64_t started = upload_started_ms_.load();
+  if (started == 0 || opts_.upload_stall_ms <= 0) return;
+  const int64_t running = clock::mono_ms() - started;
+  if (running < opts_.upload_stall_ms) return;
+  const std::string detail =
+      "an upload has had no answer for " + std::to_string(running) + " ms (still retrying)";
+  {
+    std::lock_guard lk(health_mu_);
+    if (health_.degraded) return;
+    health_ = EngineHealth();
+    health_.degraded = true;
+    health_.since_ms = clock::wall_ms();
+    health_.store = store_->describe();
+    health_.cause = DegradedCause::kObjectStoreUnavailable;
+    health_.detail = detail;
+    health_.bytes_needed = last_upload_need_.load();
+  }
+  degraded_.store(true);
+  SPDLOG_ERROR(
+      "storage entered degraded state (object_store_unavailable): uploads to {} stall: {}; the "
+      "upload needs {} bytes; the WAL is full, so produce is answered with KAFKA_STORAGE_ERROR "
+      "until an upload succeeds",
+      store_->describe(), detail, last_upload_need_.load());
 }
 
 void EngineImpl::upload_succeeded() {

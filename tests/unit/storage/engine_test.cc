@@ -356,6 +356,56 @@ TEST_F(EngineTest, FailingUploadsDegradeThenRecoverWithoutRestart) {
   expect_readable(s, id, 0, off, 32 << 10);
 }
 
+// Issue #19: a store that does not answer (a hung endpoint fails a request only after its
+// timeouts, minutes) must not leave refused appends looking like plain back-pressure: once the
+// running upload is older than upload_stall_ms, refusals are the degraded error. The late
+// answer then ends the state.
+TEST_F(EngineTest, StalledUploadDegradesWhileTheWalIsFull) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;
+  o.upload_stall_ms = 200;
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  store_.set_delay(objstore::Op::kPut, std::chrono::milliseconds(1500));
+  int64_t off = 0;
+  Status last;
+  bool saw_backpressure = false;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (r.ok()) {
+      ++off;
+      continue;
+    }
+    last = r.error();
+    if (r.error().code == Errc::kNoSpace) break;
+    saw_backpressure = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(saw_backpressure);  // before the stall bound: plain back-pressure
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kNoSpace) << last.error().to_string();
+  EngineHealth h = e->health();
+  EXPECT_TRUE(h.degraded);
+  EXPECT_EQ(h.cause, DegradedCause::kObjectStoreUnavailable);
+  EXPECT_NE(h.detail.find("no answer"), std::string::npos) << h.detail;
+  store_.clear();
+  Status ok;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  ++off;
+  for (int i = 0; i < 400 && e->health().degraded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(e->health().degraded);
+  expect_readable(s, id, 0, off, 32 << 10);
+}
+
 // The cause follows the error: throttling/outage and refused credentials.
 TEST_F(EngineTest, DegradedCauseNamesUnavailableAndAccessDenied) {
   auto e = open(options());
