@@ -124,7 +124,8 @@ enum class DegradedCause {
 const char* degraded_cause_name(DegradedCause c);  // "none", "object_store_full", ...
 
 // The engine's health. Degraded from the first failed upload attempt (the object store clients
-// have already retried transient errors by then) until the next upload commits.
+// have already retried transient errors by then), or from an append refused while an upload
+// attempt has run longer than upload_stall_ms, until the next upload commits.
 struct EngineHealth {
   bool degraded = false;
   DegradedCause cause = DegradedCause::kNone;
