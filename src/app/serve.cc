@@ -192,7 +192,14 @@ class MetricsWriter {
       j += std::string(i ? ", " : "") + "\"" + fields[i].first +
            "\": " + std::to_string(fields[i].second);
     }
-    j += "}\n}\n";
+    // Degraded state (docs/operations.md): 0/1, the cause, since when, failed attempts.
+    const storage::EngineHealth h = engine_->health();
+    j += "},\n  \"health\": {\"degraded\": " + std::to_string(h.degraded ? 1 : 0) +
+         ", \"degraded_cause\": \"" + storage::degraded_cause_name(h.cause) +
+         "\", \"degraded_since_ms\": " + std::to_string(h.since_ms) +
+         ", \"upload_failures\": " + std::to_string(h.upload_failures) +
+         ", \"upload_bytes_needed\": " + std::to_string(h.bytes_needed) +
+         ", \"refusing_appends\": " + std::to_string(h.wal_full ? 1 : 0) + "}\n}\n";
     const std::string tmp = path_ + ".tmp";
     {
       std::ofstream f(tmp, std::ios::binary | std::ios::trunc);

@@ -1,7 +1,10 @@
 // DescribeLogDirs: Shale has one "log directory", the broker's data directory (its WAL and, for
 // file:// buckets, its objects); every partition lives there with offset lag 0 and no future
 // replica. Sizes come from each partition's batch-size index (Partition::size_bytes), total and
-// usable bytes (v4+) from statvfs of the directory. Non-blocking apart from one statvfs call.
+// usable bytes (v4+) from statvfs of the directory. While the storage engine is degraded
+// (uploads failing, docs/operations.md) the dir's error code is KAFKA_STORAGE_ERROR, as Kafka
+// reports an offline log dir; its partitions stay listed (data already stored is readable).
+// Non-blocking apart from one statvfs call.
 #include <sys/statvfs.h>
 
 #include <algorithm>
@@ -41,6 +44,9 @@ asio::awaitable<DescribeLogDirsResponse> handle_describe_log_dirs(
   if (log_dir.empty()) co_return resp;
   auto& dir = resp.results.emplace_back();
   dir.log_dir = log_dir;
+  if (b.engine().health().degraded) {
+    dir.error_code = static_cast<int16_t>(protocol::ErrorCode::kKafkaStorageError);
+  }
   if (!req.topics) {
     for (const auto& t : b.topics().list()) add_topic(*t, nullptr, dir);
   } else {

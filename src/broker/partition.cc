@@ -17,12 +17,17 @@ void FetchWaiter::wake() {
   asio::post(timer.get_executor(), [self = shared_from_this()] { self->timer.cancel(); });
 }
 
+// docs/decisions.md ("Errors for a degraded storage engine"): back-pressure while uploads are
+// healthy is REQUEST_TIMED_OUT; a refusal because uploads are failing (the engine's kNoSpace:
+// object store full, unreachable, throttling or refusing credentials) and a failed WAL are
+// KAFKA_STORAGE_ERROR, as Kafka answers for an offline log dir. All are retriable for clients.
 ErrorCode storage_error_code(const Error& e) {
   switch (e.code) {
     case Errc::kUnavailable:
-    case Errc::kNoSpace:
     case Errc::kTimeout:
       return ErrorCode::kRequestTimedOut;
+    case Errc::kNoSpace:
+      return ErrorCode::kKafkaStorageError;
     case Errc::kFenced:
     case Errc::kShutdown:
       return ErrorCode::kNotLeaderOrFollower;

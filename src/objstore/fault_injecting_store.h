@@ -76,6 +76,7 @@ class FaultInjectingStore final : public ObjectStore {
   void list(const std::string& prefix, ListCallback done) override;
   void create_multipart(const std::string& key, MultipartCallback done) override;
   std::string describe() const override { return "faulty(" + inner_.describe() + ")"; }
+  bool prefers_single_put() const override { return inner_.prefers_single_put(); }
   StoreStats stats() const override { return inner_.stats(); }
 
  private:

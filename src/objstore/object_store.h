@@ -79,6 +79,11 @@ class ObjectStore {
   // Starts a multipart upload.
   virtual void create_multipart(const std::string& key, MultipartCallback done) = 0;
 
+  // True where a multipart upload gains nothing and costs space: the POSIX store copies the
+  // parts into one file at complete(), needing twice the object's size. Callers then put()
+  // objects of any size.
+  virtual bool prefers_single_put() const { return false; }
+
   // A short description for logs ("s3://bucket", "file:///data/objects", "memory").
   virtual std::string describe() const = 0;
 

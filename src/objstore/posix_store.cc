@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,13 +25,24 @@ std::string parent_of(const std::string& path) {
 
 }  // namespace
 
-Error PosixStore::errno_error(int neg_err, const std::string& what, const std::string& path) const {
+Error PosixStore::errno_error(int neg_err, const std::string& what, const std::string& path,
+                              uint64_t need) const {
   int e = -neg_err;
   std::string msg = what + " " + path + ": " + std::strerror(e);
   switch (e) {
     case ENOSPC:
-    case EDQUOT:
+    case EDQUOT: {
+      struct statvfs sv {};
+      if (need > 0) msg += " (the object needs " + std::to_string(need) + " bytes";
+      if (::statvfs(root_.c_str(), &sv) == 0) {
+        msg += std::string(need > 0 ? ", " : " (") +
+               std::to_string(static_cast<uint64_t>(sv.f_bavail) * sv.f_frsize) +
+               " bytes free in " + root_ + ")";
+      } else if (need > 0) {
+        msg += ")";
+      }
       return Error::make(Errc::kNoSpace, msg, true);
+    }
     case ENOENT:
       return Error::make(Errc::kNotFound, msg);
     case ESTALE:
@@ -187,7 +199,7 @@ Result<std::string> PosixStore::write_temp(const BufferChain& data) {
   auto fail = [&](int err, const char* what) {
     fs_->close(fd);
     fs_->unlink(tmp);
-    return errno_error(err, what, tmp);
+    return errno_error(err, what, tmp, data.size());
   };
   off_t off = 0;
   for (const Buffer& part : data.parts()) {
@@ -206,7 +218,7 @@ Result<std::string> PosixStore::write_temp(const BufferChain& data) {
   // close() can report a deferred write error on NFS; treat it like a write error.
   if (int r = fs_->close(fd); r < 0) {
     fs_->unlink(tmp);
-    return errno_error(r, "close", tmp);
+    return errno_error(r, "close", tmp, data.size());
   }
   return tmp;
 }

@@ -58,6 +58,7 @@ class PosixStore final : public ObjectStore {
   void list(const std::string& prefix, ListCallback done) override;
   void create_multipart(const std::string& key, MultipartCallback done) override;
   std::string describe() const override { return "file://" + root_; }
+  bool prefers_single_put() const override { return true; }
   StoreStats stats() const override { return counters_.snapshot(); }
 
   // Checks a key against the rules above; kInvalidArgument if it breaks one.
@@ -84,7 +85,10 @@ class PosixStore final : public ObjectStore {
   std::string unique_name(const char* kind);
   std::string path_of(const std::string& key) const { return root_ + "/" + key; }
   std::string tmp_dir() const { return root_ + "/.shale-tmp"; }
-  Error errno_error(int neg_err, const std::string& what, const std::string& path) const;
+  // need: bytes the failed write wanted; for ENOSPC/EDQUOT the message then says how much was
+  // needed and how much the file system has free.
+  Error errno_error(int neg_err, const std::string& what, const std::string& path,
+                    uint64_t need = 0) const;
 
   std::string root_;
   PosixStoreOptions opts_;

@@ -56,7 +56,7 @@ void StreamImpl::append(int64_t expected_base, uint32_t count, Buffer payload,
         ++pending_;
         return;
       }
-      err = std::move(st).error();
+      err = e_->refusal(std::move(st).error());
     }
   }
   done(std::move(*err));
@@ -657,6 +657,50 @@ void EngineImpl::background_loop() {
     fn();
     lk.lock();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Health
+
+const char* degraded_cause_name(DegradedCause c) {
+  switch (c) {
+    case DegradedCause::kNone:
+      return "none";
+    case DegradedCause::kObjectStoreFull:
+      return "object_store_full";
+    case DegradedCause::kObjectStoreUnavailable:
+      return "object_store_unavailable";
+    case DegradedCause::kObjectStoreAccessDenied:
+      return "object_store_access_denied";
+    case DegradedCause::kObjectStoreError:
+      return "object_store_error";
+  }
+  return "unknown";
+}
+
+Error EngineImpl::refusal(Error e) {
+  if (e.code != Errc::kUnavailable) return e;
+  if (!degraded_.load()) check_upload_stalled();
+  if (!degraded_.load()) return e;
+  std::string msg;
+  bool first = false;
+  {
+    std::lock_guard lk(health_mu_);
+    if (!health_.degraded) return e;
+    first = !health_.wal_full;
+    health_.wal_full = true;
+    msg = std::string("storage degraded (") + degraded_cause_name(health_.cause) +
+          "): uploads to " + health_.store + " are failing (" + health_.detail +
+          "), so the WAL cannot drain (" + e.message +
+          "); appends are refused until an upload succeeds";
+  }
+  if (first) SPDLOG_ERROR("{}", msg);
+  return Error::make(Errc::kNoSpace, std::move(msg), true);
+}
+
+EngineHealth EngineImpl::health() const {
+  std::lock_guard lk(health_mu_);
+  return health_;
 }
 
 EngineStats EngineImpl::stats() const {

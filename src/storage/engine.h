@@ -76,6 +76,10 @@ struct EngineOptions {
   // on one disk, 4 concurrent 32 MiB writes+fsyncs starved the WAL (bench/vs-kafka tail read:
   // 200 msg/s sustained with 4, 800 with 1). Raise it for S3 or a separate object disk.
   int upload_parallelism = 1;
+  // An upload attempt still running after this long while appends are refused (WAL or
+  // LogCache full) makes the engine degraded (cause object_store_unavailable) without waiting
+  // for the attempt to fail — an S3 endpoint that hangs fails it only after its timeouts.
+  int64_t upload_stall_ms = 10000;
   FileSystem* fs = nullptr;  // nullptr: the real POSIX file system
 };
 
@@ -112,6 +116,31 @@ struct EngineStats {
   uint64_t objects_deleted = 0;
 };
 
+// Why the engine is degraded (docs/operations.md, "Degraded states"): uploads of the WAL's data
+// into the object store keep failing, so the WAL cannot drain and, once full, refuses appends.
+enum class DegradedCause {
+  kNone,
+  kObjectStoreFull,          // the object store's disk is full (ENOSPC/EDQUOT), or the meta DB's
+  kObjectStoreUnavailable,   // unreachable, timing out, 5xx / SlowDown
+  kObjectStoreAccessDenied,  // credentials refused (403)
+  kObjectStoreError,         // any other failure of an upload
+};
+const char* degraded_cause_name(DegradedCause c);  // "none", "object_store_full", ...
+
+// The engine's health. Degraded from the first failed upload attempt (the object store clients
+// have already retried transient errors by then), or from an append refused while an upload
+// attempt has run longer than upload_stall_ms, until the next upload commits.
+struct EngineHealth {
+  bool degraded = false;
+  DegradedCause cause = DegradedCause::kNone;
+  std::string detail;            // the last upload error
+  std::string store;             // the object store ("file:///...", "s3://...")
+  int64_t since_ms = 0;          // wall clock when the state was entered (0: not degraded)
+  uint64_t bytes_needed = 0;     // size of the upload that failed (what must fit)
+  uint64_t upload_failures = 0;  // failed upload attempts in this degraded period
+  bool wal_full = false;         // appends are being refused right now
+};
+
 using AppendCallback = std::function<void(Result<AppendResult>)>;
 using ReadCallback = std::function<void(Result<std::vector<StreamRecord>>)>;
 
@@ -130,7 +159,9 @@ class Stream {
 
   // Appends `count` offsets carried by payload. expected_base must equal next_offset() (the
   // broker wrote the offset into the batch first); otherwise kInvalidArgument. Errors:
-  // kUnavailable (retryable: LogCache or WAL full — back-pressure), kFenced (the stream was
+  // kUnavailable (retryable: LogCache or WAL full — back-pressure while uploads are healthy),
+  // kNoSpace (retryable: LogCache or WAL full and the engine is degraded — uploads are failing,
+  // see Engine::health(); the message names the cause), kFenced (the stream was
   // opened elsewhere or an earlier append failed), kShutdown, kIoError. Callbacks complete in
   // append order.
   virtual void append(int64_t expected_base, uint32_t count, Buffer payload,
@@ -172,6 +203,7 @@ class Engine {
   // Runs one compaction + garbage-collection round now (normally on a timer).
   virtual Status compact_now() = 0;
   virtual EngineStats stats() const = 0;
+  virtual EngineHealth health() const = 0;
   // Graceful: refuses new appends, waits for in-flight ones, uploads everything so the WAL is
   // empty, and stops the threads. Idempotent; the destructor calls it.
   virtual void shutdown() = 0;

@@ -9,8 +9,9 @@
 // - read workers (opts.read_threads): object reads through the BlockCache, read-ahead;
 // - the background thread: stream closes, the compaction/GC timer.
 // Locks, in acquisition order: StreamImpl::mu_ → EngineImpl::cache_mu_; EngineImpl::mu_ (stream
-// table) and index_mu_ (per-stream object ranges) are leaves. No lock is held while calling
-// the MetaStore, the ObjectStore or a user callback, except mu_ during open/create (MetaStore).
+// table), index_mu_ (per-stream object ranges) and health_mu_ (degraded state) are leaves. No lock
+// is held while calling the MetaStore, the ObjectStore or a user callback, except mu_ during
+// open/create (MetaStore).
 #pragma once
 
 #include <atomic>
@@ -96,6 +97,7 @@ class EngineImpl final : public Engine {
   Status flush() override;
   Status compact_now() override;
   EngineStats stats() const override;
+  EngineHealth health() const override;
   void shutdown() override;
 
   // --- used by StreamImpl ---
@@ -110,6 +112,8 @@ class EngineImpl final : public Engine {
   void post_background(std::function<void()> fn);
   void forget_stream(int64_t id);
   bool stopping() const { return stopping_.load(); }
+  // A refusal (kUnavailable back-pressure) turned into the degraded error while degraded.
+  Error refusal(Error e);
 
  private:
   // engine.cc
@@ -119,6 +123,12 @@ class EngineImpl final : public Engine {
   void background_loop();
   // upload.cc
   void uploader_loop();
+  // Degraded-state bookkeeping, called by the uploader after each attempt.
+  void upload_failed(const Error& e, uint64_t bytes);
+  void upload_succeeded();
+  // Called by a refused append: enters the degraded state if the upload attempt has run for
+  // longer than opts_.upload_stall_ms.
+  void check_upload_stalled();
   void request_upload();
   Status upload_block(const CacheBlock& block);
   std::vector<PlannedObject> plan_objects(
@@ -209,6 +219,22 @@ class EngineImpl final : public Engine {
   bool bg_stop_ = false;
   std::thread bg_;
   std::mutex compact_mu_;  // one compaction/GC round at a time
+
+  // Health: degraded_ is read on every refused append; the rest under health_mu_.
+  std::atomic<bool> degraded_{false};
+  mutable std::mutex health_mu_;
+  EngineHealth health_;
+  // Object ids prepared for the block being retried (block id, first id, count): a run of
+  // failed attempts reuses them instead of preparing new ones each time.
+  // Largest object of the current/last upload attempt (written by the uploader).
+  std::atomic<uint64_t> last_upload_need_{0};
+  // When the running upload attempt started (clock::mono_ms), 0 when none runs: a refused
+  // append finding it older than opts_.upload_stall_ms makes the engine degraded at once
+  // instead of after the store's own retries and timeouts (minutes for a store that hangs).
+  std::atomic<int64_t> upload_started_ms_{0};
+  uint64_t retry_block_ = 0;
+  int64_t retry_first_id_ = 0;
+  size_t retry_ids_ = 0;
 
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};

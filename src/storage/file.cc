@@ -129,13 +129,17 @@ class PosixFileSystem final : public FileSystem {
         }
       }
     }
+    // A half-allocated file must not stay behind: the next start would take it for an
+    // existing WAL of the wrong size and refuse to open it.
     if (rc != 0) {
       ::close(fd);
+      ::unlink(path.c_str());
       return errno_error("allocate", path, rc);
     }
     if (::fsync(fd) != 0) {
       int err = errno;
       ::close(fd);
+      ::unlink(path.c_str());
       return errno_error("fsync", path, err);
     }
     ::close(fd);

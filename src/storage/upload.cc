@@ -51,10 +51,17 @@ void EngineImpl::uploader_loop() {
       continue;
     }
     lk.unlock();
+    upload_started_ms_.store(clock::mono_ms());
     Status st = upload_block(*block);
+    upload_started_ms_.store(0);
     lk.lock();
     if (st.ok()) {
       failures = 0;
+      if (degraded_.load()) {
+        lk.unlock();
+        upload_succeeded();
+        lk.lock();
+      }
       cache_.mark_uploaded(block->id);
       uploaded_block_ = block->id;
       if (block->wal_end > 0) wal_->trim(block->wal_end);
@@ -67,14 +74,19 @@ void EngineImpl::uploader_loop() {
     last_upload_error_ = st.error();
     last_upload_error_.retryable = true;
     flushed_cv_.notify_all();
+    lk.unlock();
+    upload_failed(st.error(), last_upload_need_.load());
+    lk.lock();
     uint64_t dropped = 0;
     if (errlog.allow(&dropped)) {
       SPDLOG_WARN("storage upload failed ({} similar suppressed): {}", dropped,
                   st.error().to_string());
     }
-    // Back off, then retry the same block: data leaves the WAL only after its commit.
+    // Back off (100 ms, doubling, at most 2 s), then retry the same block: data leaves the WAL
+    // only after its commit. A trim or a flush wakes the uploader early.
     if (uploader_stop_ && failures >= 3) break;
-    upload_cv_.wait_for(lk, std::chrono::milliseconds(std::min(100 * failures, 2000)));
+    upload_cv_.wait_for(lk, std::chrono::milliseconds(std::min<int64_t>(
+                                int64_t{100} << std::min(failures - 1, 5), 2000)));
   }
 }
 
@@ -152,7 +164,9 @@ T wait_cb(const std::function<void(std::function<void(T)>)>& call) {
 }  // namespace
 
 Status EngineImpl::put_object(const std::string& key, BufferChain data) {
-  if (data.size() <= 2 * opts_.object_part_size) {
+  // A store that would copy the parts together (POSIX) needs twice the object's size for a
+  // multipart upload: there, one put, so an upload proceeds as soon as the object itself fits.
+  if (data.size() <= 2 * opts_.object_part_size || store_->prefers_single_put()) {
     {
       std::lock_guard lk(stats_mu_);
       ++stats_.object_puts;
@@ -245,13 +259,127 @@ Status EngineImpl::upload_block(const CacheBlock& block) {
   // becomes several objects written in parallel instead of one long multipart upload.
   auto objs = plan_objects(std::move(data), false, 2 * opts_.object_part_size);
   if (objs.empty()) return ok_status();
-  auto first = prepare_objects(objs.size(), opts_.prepared_object_ttl_ms);
-  if (!first.ok()) return std::move(first).error();
+  uint64_t need = 0;
+  for (auto& o : objs) need = std::max(need, o.bytes);
+  last_upload_need_.store(need);
+  // A retry of the same block reuses the ids prepared by the failed attempt (rewriting an
+  // uncommitted object is harmless), so an outage does not pile up prepared ids.
+  int64_t first = 0;
+  if (retry_ids_ > 0 && retry_block_ == block.id && retry_ids_ == objs.size()) {
+    first = retry_first_id_;
+  } else {
+    auto p = prepare_objects(objs.size(), opts_.prepared_object_ttl_ms);
+    if (!p.ok()) return std::move(p).error();
+    first = *p;
+  }
+  // Until this block commits, its retries use these ids (if never committed, they expire and
+  // are collected).
+  retry_block_ = block.id;
+  retry_first_id_ = first;
+  retry_ids_ = objs.size();
   std::vector<int64_t> ids;
-  for (size_t i = 0; i < objs.size(); ++i) ids.push_back(*first + static_cast<int64_t>(i));
+  for (size_t i = 0; i < objs.size(); ++i) ids.push_back(first + static_cast<int64_t>(i));
   auto sizes = write_objects(ids, objs);
-  if (!sizes.ok()) return std::move(sizes).error();  // prepared ids expire and are collected
-  return commit_upload(ids, objs, *sizes);
+  if (!sizes.ok()) return std::move(sizes).error();
+  Status st = commit_upload(ids, objs, *sizes);
+  // Committed, or the prepared ids expired or vanished (kConflict): the next block or attempt
+  // prepares anew.
+  if (st.ok() || st.error().code == Errc::kConflict) retry_ids_ = 0;
+  return st;
+}
+
+namespace {
+
+DegradedCause classify(const Error& e) {
+  auto has = [&](const char* s) { return e.message.find(s) != std::string::npos; };
+  if (e.code == Errc::kNoSpace || has("No space left") || has("disk is full") ||
+      has("Disk quota")) {
+    return DegradedCause::kObjectStoreFull;
+  }
+  if (has("access denied") || has("AccessDenied") || has("InvalidAccessKeyId") ||
+      has("SignatureDoesNotMatch") || has("ExpiredToken")) {
+    return DegradedCause::kObjectStoreAccessDenied;
+  }
+  if (e.code == Errc::kUnavailable || e.code == Errc::kTimeout || e.retryable) {
+    return DegradedCause::kObjectStoreUnavailable;
+  }
+  return DegradedCause::kObjectStoreError;
+}
+
+}  // namespace
+
+void EngineImpl::upload_failed(const Error& e, uint64_t bytes) {
+  if (e.code == Errc::kShutdown) return;
+  DegradedCause cause = classify(e);
+  EngineStats s = stats();
+  bool entered = false;
+  bool changed = false;
+  {
+    std::lock_guard lk(health_mu_);
+    entered = !health_.degraded;
+    changed = !entered && health_.cause != cause;
+    if (entered) {
+      health_ = EngineHealth();
+      health_.degraded = true;
+      health_.since_ms = clock::wall_ms();
+      health_.store = store_->describe();
+    }
+    health_.cause = cause;
+    health_.detail = e.message;
+    health_.bytes_needed = bytes;
+    ++health_.upload_failures;
+  }
+  degraded_.store(true);
+  if (entered || changed) {
+    SPDLOG_ERROR(
+        "storage {} degraded state ({}): uploads to {} fail: {}; the upload needs {} bytes; {} "
+        "bytes wait in the WAL ({} of {} bytes used); once it is full, produce is answered with "
+        "KAFKA_STORAGE_ERROR until an upload succeeds (retrying with back-off)",
+        entered ? "entered" : "still in", degraded_cause_name(cause), store_->describe(), e.message,
+        bytes, s.log_cache_unuploaded_bytes, s.wal_used_bytes, opts_.wal_capacity);
+  }
+}
+
+void EngineImpl::check_upload_stalled() {
+  const int64_t started = upload_started_ms_.load();
+  if (started == 0 || opts_.upload_stall_ms <= 0) return;
+  const int64_t running = clock::mono_ms() - started;
+  if (running < opts_.upload_stall_ms) return;
+  const std::string detail =
+      "an upload has had no answer for " + std::to_string(running) + " ms (still retrying)";
+  {
+    std::lock_guard lk(health_mu_);
+    if (health_.degraded) return;
+    health_ = EngineHealth();
+    health_.degraded = true;
+    health_.since_ms = clock::wall_ms();
+    health_.store = store_->describe();
+    health_.cause = DegradedCause::kObjectStoreUnavailable;
+    health_.detail = detail;
+    health_.bytes_needed = last_upload_need_.load();
+  }
+  degraded_.store(true);
+  SPDLOG_ERROR(
+      "storage entered degraded state (object_store_unavailable): uploads to {} stall: {}; the "
+      "upload needs {} bytes; the WAL is full, so produce is answered with KAFKA_STORAGE_ERROR "
+      "until an upload succeeds",
+      store_->describe(), detail, last_upload_need_.load());
+}
+
+void EngineImpl::upload_succeeded() {
+  EngineHealth was;
+  {
+    std::lock_guard lk(health_mu_);
+    if (!health_.degraded) return;
+    was = health_;
+    health_ = EngineHealth();
+  }
+  degraded_.store(false);
+  SPDLOG_ERROR(
+      "storage left degraded state ({}): an upload to {} succeeded after {} failed attempts "
+      "over {} ms; the WAL drains and appends are accepted again",
+      degraded_cause_name(was.cause), was.store, was.upload_failures,
+      clock::wall_ms() - was.since_ms);
 }
 
 Status EngineImpl::commit_upload(const std::vector<int64_t>& ids,

@@ -99,6 +99,10 @@ class FakeEngine : public storage::Engine {
   Status flush() override { return ok_status(); }
   Status compact_now() override { return ok_status(); }
   storage::EngineStats stats() const override { return {}; }
+  storage::EngineHealth health() const override {
+    std::lock_guard l(disk_->mu);
+    return health_;
+  }
   void shutdown() override {}
 
   // Test controls.
@@ -110,6 +114,17 @@ class FakeEngine : public storage::Engine {
     std::lock_guard l(disk_->mu);
     refuse_ = refuse;
   }
+  // Degraded (uploads failing): health() says so and refused appends get the engine's
+  // degraded error (kNoSpace) instead of plain back-pressure.
+  void set_degraded(bool degraded) {
+    std::lock_guard l(disk_->mu);
+    health_ = storage::EngineHealth();
+    if (degraded) {
+      health_.degraded = true;
+      health_.cause = storage::DegradedCause::kObjectStoreFull;
+      health_.detail = "No space left on device";
+    }
+  }
   // Makes every held append durable (callbacks run on the calling thread).
   void release_held();
   size_t appends() const { return appends_; }
@@ -120,6 +135,7 @@ class FakeEngine : public storage::Engine {
   std::map<int64_t, std::unique_ptr<FakeStream>> open_;
   bool hold_ = false;
   bool refuse_ = false;
+  storage::EngineHealth health_;
   size_t appends_ = 0;
 };
 
@@ -143,8 +159,10 @@ inline void FakeStream::append(int64_t expected_base, uint32_t count, Buffer pay
                                storage::AppendCallback done) {
   std::unique_lock l(engine_->disk_->mu);
   if (engine_->refuse_) {
+    const bool degraded = engine_->health_.degraded;
     l.unlock();
-    done(Error::make(Errc::kUnavailable, "log cache full", true));
+    done(degraded ? Error::make(Errc::kNoSpace, "storage degraded (object_store_full)", true)
+                  : Error::make(Errc::kUnavailable, "log cache full", true));
     return;
   }
   if (expected_base != next_) {

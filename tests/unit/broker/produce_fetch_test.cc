@@ -173,6 +173,46 @@ TEST_P(BothEngines, TopicCompressionTypeRecompressesBatches) {
   auto fp = protocol::RecordBatch::parse(*only(fetch("p", 0, 0)).records, true);
   ASSERT_TRUE(fp.ok());
   EXPECT_EQ(fp->header().compression(), protocol::Compression::kNone);
+
+// Issue #19: a WAL that cannot drain because uploads fail is KAFKA_STORAGE_ERROR (retriable,
+// answered at once, with the cause in the message), not plain back-pressure.
+TEST_F(BrokerTest, DegradedStorageRefusalIsKafkaStorageError) {
+  create_topic("deg", 1);
+  fake_->set_degraded(true);
+  fake_->refuse_appends(true);
+  auto r = produce("deg", 0, batch(1));
+  const auto& pr = r.responses[0].partition_responses[0];
+  EXPECT_EQ(pr.error_code, code(ErrorCode::kKafkaStorageError));
+  EXPECT_TRUE(protocol::is_retriable(static_cast<ErrorCode>(pr.error_code)));
+  ASSERT_TRUE(pr.error_message.has_value());
+  EXPECT_NE(pr.error_message->find("object_store_full"), std::string::npos);
+  fake_->refuse_appends(false);
+  fake_->set_degraded(false);
+  EXPECT_EQ(produce("deg", 0, batch(1)).responses[0].partition_responses[0].error_code, 0);
+}
+
+// Issue #19: DescribeLogDirs shows the degraded engine as Kafka shows an offline log dir.
+TEST_F(BrokerTest, DescribeLogDirsShowsDegradedStorage) {
+  cfg_.log_dir = dir_.string();
+  restart();
+  create_topic("ldd", 1);
+  auto describe = [&] {
+    protocol::DescribeLogDirsRequest req;
+    req.topics = std::nullopt;  // every topic
+    return run(handle_describe_log_dirs(*broker_, 4, std::move(req)));
+  };
+  auto ok = describe();
+  ASSERT_EQ(ok.results.size(), 1u);
+  EXPECT_EQ(ok.results[0].error_code, 0);
+  EXPECT_EQ(ok.results[0].topics.size(), 1u);
+  fake_->set_degraded(true);
+  auto bad = describe();
+  ASSERT_EQ(bad.results.size(), 1u);
+  EXPECT_EQ(bad.results[0].error_code, code(ErrorCode::kKafkaStorageError));
+  // Partitions stay listed (their stored data is readable), unlike Kafka's offline dir.
+  EXPECT_EQ(bad.results[0].topics.size(), ok.results[0].topics.size());
+  fake_->set_degraded(false);
+  EXPECT_EQ(describe().results[0].error_code, 0);
 }
 
 TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {

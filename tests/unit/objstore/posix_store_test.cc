@@ -281,6 +281,12 @@ TEST(PosixStore, DiskFullIsRetryableNoSpaceAndLeavesNothing) {
   ASSERT_FALSE(st.ok());
   EXPECT_EQ(st.error().code, Errc::kNoSpace);
   EXPECT_TRUE(st.error().retryable);
+  // Issue #19: the message says what the write needed and what the file system has free.
+  EXPECT_NE(st.error().message.find("the object needs 5000 bytes"), std::string::npos)
+      << st.error().message;
+  EXPECT_NE(st.error().message.find("bytes free in " + dir.path()), std::string::npos)
+      << st.error().message;
+  EXPECT_TRUE(s->prefers_single_put());  // the engine never multiparts into it
   EXPECT_EQ(get_sync(*s, "k").error().code, Errc::kNotFound);
   EXPECT_TRUE(std::filesystem::is_empty(dir.path() + "/.shale-tmp"));
   // Space comes back: the same put succeeds.

@@ -8,6 +8,7 @@
 #include "fault_fs.h"
 #include "meta/sqlite_meta_store.h"
 #include "objstore/memory_store.h"
+#include "objstore/posix_store.h"
 #include "storage/meta_schema.h"
 #include "test_util.h"
 
@@ -246,7 +247,9 @@ TEST_F(EngineTest, BackPressureRefusesWhenCacheIsFull) {
     }
   }
   ASSERT_FALSE(last.ok());
-  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  // Plain back-pressure, or the degraded refusal once the failed upload was noticed.
+  EXPECT_TRUE(last.error().code == Errc::kUnavailable || last.error().code == Errc::kNoSpace)
+      << last.error().to_string();
   EXPECT_TRUE(last.error().retryable);
   EXPECT_GT(e->stats().appends_refused, 0u);
   EXPECT_EQ(s->next_offset(), off);  // a refused append consumed no offset
@@ -282,7 +285,8 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
     }
   }
   ASSERT_FALSE(last.ok());
-  EXPECT_EQ(last.error().code, Errc::kUnavailable);
+  EXPECT_TRUE(last.error().code == Errc::kUnavailable || last.error().code == Errc::kNoSpace)
+      << last.error().to_string();
   EXPECT_EQ(s->next_offset(), off);
   fail_writes(store_, false);
   Status ok;
@@ -294,6 +298,164 @@ TEST_F(EngineTest, FullWalRefusesTheAppendAndStillCallsBack) {
   }
   EXPECT_TRUE(ok.ok());
   expect_readable(s, id, 0, off + 1, 32 << 10);
+}
+
+// Issue #19: uploads that keep failing put the engine in the degraded state (cause, detail,
+// bytes needed); a full WAL then refuses appends with the degraded error (kNoSpace, retryable,
+// naming the cause) at once; the first successful upload leaves the state, the WAL drains and
+// appends are accepted again, with nothing acknowledged lost.
+TEST_F(EngineTest, FailingUploadsDegradeThenRecoverWithoutRestart) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  EXPECT_FALSE(e->health().degraded);
+  store_.fail_randomly(objstore::Op::kPut, 1.0, 1,
+                       Error::make(Errc::kNoSpace, "injected: No space left on device", true));
+  store_.fail_randomly(objstore::Op::kCreateMultipart, 1.0, 1,
+                       Error::make(Errc::kNoSpace, "injected: No space left on device", true));
+  int64_t off = 0;
+  Status last;
+  for (int i = 0; i < 4000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (r.ok()) {
+      ++off;
+      continue;
+    }
+    last = r.error();
+    if (r.error().code == Errc::kNoSpace) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // until the failure is seen
+  }
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kNoSpace) << last.error().to_string();
+  EXPECT_TRUE(last.error().retryable);
+  EXPECT_NE(last.error().message.find("object_store_full"), std::string::npos);
+  EngineHealth h = e->health();
+  EXPECT_TRUE(h.degraded);
+  EXPECT_EQ(h.cause, DegradedCause::kObjectStoreFull);
+  EXPECT_TRUE(h.wal_full);
+  EXPECT_GT(h.bytes_needed, 0u);
+  EXPECT_GT(h.upload_failures, 0u);
+  EXPECT_GT(h.since_ms, 0);
+  EXPECT_NE(h.detail.find("No space"), std::string::npos);
+  EXPECT_EQ(s->next_offset(), off);  // refusals consumed no offset
+
+  store_.clear();
+  Status ok;
+  for (int i = 0; i < 4000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  ++off;
+  EXPECT_FALSE(e->health().degraded);
+  EXPECT_EQ(e->health().cause, DegradedCause::kNone);
+  expect_readable(s, id, 0, off, 32 << 10);
+}
+
+// Issue #19: a store that does not answer (a hung endpoint fails a request only after its
+// timeouts, minutes) must not leave refused appends looking like plain back-pressure: once the
+// running upload is older than upload_stall_ms, refusals are the degraded error. The late
+// answer then ends the state.
+TEST_F(EngineTest, StalledUploadDegradesWhileTheWalIsFull) {
+  auto o = options();
+  o.wal_capacity = 2 << 20;
+  o.upload_stall_ms = 200;
+  auto e = open(o);
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  store_.set_delay(objstore::Op::kPut, std::chrono::milliseconds(1500));
+  int64_t off = 0;
+  Status last;
+  bool saw_backpressure = false;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    if (r.ok()) {
+      ++off;
+      continue;
+    }
+    last = r.error();
+    if (r.error().code == Errc::kNoSpace) break;
+    saw_backpressure = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE(saw_backpressure);  // before the stall bound: plain back-pressure
+  ASSERT_FALSE(last.ok());
+  EXPECT_EQ(last.error().code, Errc::kNoSpace) << last.error().to_string();
+  EngineHealth h = e->health();
+  EXPECT_TRUE(h.degraded);
+  EXPECT_EQ(h.cause, DegradedCause::kObjectStoreUnavailable);
+  EXPECT_NE(h.detail.find("no answer"), std::string::npos) << h.detail;
+  store_.clear();
+  Status ok;
+  for (int i = 0; i < 2000; ++i) {
+    auto r = append_sync(s, off, 1, payload_for(id, off, 32 << 10));
+    ok = r.ok() ? ok_status() : Status(r.error());
+    if (r.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_TRUE(ok.ok()) << ok.error().to_string();
+  ++off;
+  for (int i = 0; i < 400 && e->health().degraded; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_FALSE(e->health().degraded);
+  expect_readable(s, id, 0, off, 32 << 10);
+}
+
+// The cause follows the error: throttling/outage and refused credentials.
+TEST_F(EngineTest, DegradedCauseNamesUnavailableAndAccessDenied) {
+  auto e = open(options());
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  auto wait_cause = [&](DegradedCause want) {
+    for (int i = 0; i < 2000 && e->health().cause != want; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    return e->health().cause;
+  };
+  store_.fail_randomly(objstore::Op::kPut, 1.0, 1);  // 503 SlowDown
+  ASSERT_TRUE(append_sync(s, 0, 1, payload_for(id, 0, 100)).ok());
+  std::thread f([&] { (void)e->flush(); });
+  EXPECT_EQ(wait_cause(DegradedCause::kObjectStoreUnavailable),
+            DegradedCause::kObjectStoreUnavailable);
+  f.join();
+  store_.clear();
+  store_.fail_randomly(
+      objstore::Op::kPut, 1.0, 1,
+      Error::make(Errc::kIoError, "S3 PUT s3://b/k: access denied: InvalidAccessKeyId: x"));
+  EXPECT_EQ(wait_cause(DegradedCause::kObjectStoreAccessDenied),
+            DegradedCause::kObjectStoreAccessDenied);
+  store_.clear();
+  ASSERT_TRUE(e->flush().ok());
+  EXPECT_FALSE(e->health().degraded);
+  expect_readable(s, id, 0, 1, 100);
+}
+
+// A run of failed attempts of one block reuses the object ids it prepared: the MetaStore does
+// not grow with the length of an outage.
+TEST_F(EngineTest, RetriedUploadsReusePreparedObjectIds) {
+  auto e = open(options());
+  int64_t id = *e->create_stream({});
+  Stream* s = *e->open_stream(id);
+  ASSERT_TRUE(append_sync(s, 0, 1, payload_for(id, 0, 100)).ok());
+  fail_writes(store_, true);
+  std::thread f([&] { (void)e->flush(); });
+  for (int i = 0; i < 4000 && e->health().upload_failures < 4; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  f.join();
+  EXPECT_GE(e->health().upload_failures, 4u);
+  Keys keys(options().ns);
+  auto objs = meta_->prefix(keys.objects());
+  ASSERT_TRUE(objs.ok());
+  EXPECT_EQ(objs->size(), 1u);  // one prepared id, however many attempts
+  fail_writes(store_, false);
+  ASSERT_TRUE(e->flush().ok());
+  expect_readable(s, id, 0, 1, 100);
 }
 
 TEST_F(EngineTest, ReopenElsewhereFencesTheOldOwner) {
@@ -465,6 +627,35 @@ TEST_F(EngineTest, WalFsyncFailureFailsAppendsAndFencesTheStream) {
   EXPECT_FALSE(append_sync(s, 2, 1, "x").ok());
 }
 
+// Issue #19: a WAL write failing with ENOSPC (a thin-provisioned or copy-on-write disk can do
+// that despite the preallocation) fails that append and the WAL closed; a crash in that state
+// (uploads failing too, so the data is only in the WAL) loses nothing acknowledged.
+TEST_F(EngineTest, WalWriteNoSpaceLosesNothingAcknowledged) {
+  testing::FaultFs fs;
+  auto o = options();
+  o.fs = &fs;
+  int64_t id;
+  {
+    auto e = open(o);
+    id = *e->create_stream({});
+    Stream* s = *e->open_stream(id);
+    fail_writes(store_, true);
+    for (int64_t i = 0; i < 20; ++i) {
+      ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 1000)).ok());
+    }
+    fs.faults.fail_write_after = fs.faults.writes.load();
+    auto r = append_sync(s, 20, 1, payload_for(id, 20, 1000));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code, Errc::kIoError);
+    EXPECT_EQ(s->end_offset(), 20);
+  }  // shutdown cannot upload: the acknowledged records stay only in the WAL
+  fail_writes(store_, false);
+  auto e = open(options());
+  Stream* s = *e->open_stream(id);
+  EXPECT_EQ(s->end_offset(), 20);
+  expect_readable(s, id, 0, 20, 1000);
+}
+
 // A block holding many small streams becomes several stream-set objects, each small enough
 // for one PUT (written in parallel), instead of one multipart object.
 TEST_F(EngineTest, ManyStreamsBecomeSeveralSinglePutStreamSetObjects) {
@@ -546,6 +737,28 @@ TEST_F(EngineTest, LargeObjectsUseMultipart) {
   e->shutdown();
   auto e2 = open(o);
   expect_readable(*e2->open_stream(id), id, 0, 40, 50000);
+}
+
+// Issue #19: a POSIX store copies multipart parts together at complete(), needing twice the
+// object's size free; the engine writes every object there with one put, so an upload needs
+// only the object's own size.
+TEST_F(EngineTest, PosixStoreGetsLargeObjectsAsOnePut) {
+  auto posix = objstore::PosixStore::open(dir_.file("objects"));
+  ASSERT_TRUE(posix.ok());
+  objstore::FaultInjectingStore counted(**posix);
+  auto o = options();
+  o.object_part_size = 256 << 10;
+  o.upload_threshold = 4 << 20;
+  auto e = Engine::open(o, &counted, meta_.get());
+  ASSERT_TRUE(e.ok()) << e.error().to_string();
+  int64_t id = *(*e)->create_stream({});
+  Stream* s = *(*e)->open_stream(id);
+  for (int64_t i = 0; i < 40; ++i)
+    ASSERT_TRUE(append_sync(s, i, 1, payload_for(id, i, 50000)).ok());
+  ASSERT_TRUE((*e)->flush().ok());
+  EXPECT_EQ(counted.calls(objstore::Op::kCreateMultipart), 0u);
+  EXPECT_GT(counted.calls(objstore::Op::kPut), 0u);
+  expect_readable(s, id, 0, 40, 50000);
 }
 
 // Random appends, reads, trims, flushes, compactions and restarts against an in-memory model.

@@ -1,6 +1,8 @@
 #include "storage/file_wal.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstring>
@@ -656,6 +658,31 @@ TEST(FileWal, ConcurrentAppendersAllComplete) {
   for (auto& t : ts) t.join();
   EXPECT_EQ(ok.load(), 400);
   EXPECT_LT(w->stats().writes, 400u);  // group commit batched some of them
+}
+
+// Issue #19: a WAL file whose preallocation fails (the disk is full) must not stay behind half
+// allocated: the next start would take it for a WAL of the wrong size and refuse to open.
+// RLIMIT_FSIZE makes posix_fallocate fail (EFBIG) like a full disk would (ENOSPC).
+TEST(FileWalDiskFull, FailedPreallocationLeavesNoFile) {
+  TempDir dir;
+  const std::string path = dir.file("wal");
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 1 << 20;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  Status st = posix_fs()->preallocate(path, 16 << 20);
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  EXPECT_FALSE(st.ok());
+  EXPECT_FALSE(posix_fs()->exists(path));
+  // With room again, the WAL is created as if nothing happened.
+  FileWalOptions o;
+  o.path = path;
+  o.capacity = 16 << 20;
+  o.max_write = 256 << 10;
+  EXPECT_TRUE(FileWal::open(o).ok());
 }
 
 }  // namespace
