@@ -137,10 +137,12 @@ const json& array(const json& j, const char* field) {
 
 bool has_prefix(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
+// etcd refuses an empty key; "\0" is the smallest key there is (no key is empty).
+std::string b64_key(const std::string& k) { return b64(k.empty() ? std::string(1, '\0') : k); }
+
 std::string too_many_ops(size_t n, int64_t limit) {
   return "transaction has " + std::to_string(n) +
-         " compares or operations, more than etcd accepts (--max-txn-ops=" +
-         std::to_string(limit) +
+         " compares or operations, more than etcd accepts (--max-txn-ops=" + std::to_string(limit) +
          "): start every etcd member with a larger --max-txn-ops and set "
          "metadata.etcd.max.txn.ops to match";
 }
@@ -259,10 +261,9 @@ struct EtcdMetaStore::Http {
         if (nl != std::string::npos) j = json::parse(resp.substr(0, nl), nullptr, false);
       }
       if (j.is_discarded() || !j.is_object()) {
-        return Error::make(Errc::kIoError,
-                           "etcd " + ep + path + ": malformed answer (HTTP " +
-                               std::to_string(status) + ")",
-                           true);
+        return Error::make(
+            Errc::kIoError,
+            "etcd " + ep + path + ": malformed answer (HTTP " + std::to_string(status) + ")", true);
       }
       // Streams wrap answers and errors: {"result": ...} / {"error": {...}}.
       if (j.contains("error") && j["error"].is_object()) j = j["error"];
@@ -303,10 +304,10 @@ struct EtcdMetaStore::Http {
       }
       return Error::make(Errc::kIoError, last_error, false);
     }
-    return Error::make(Errc::kUnavailable,
-                       "etcd unreachable within " + std::to_string(opts.request_timeout_ms) +
-                           " ms: " + last_error,
-                       true);
+    return Error::make(
+        Errc::kUnavailable,
+        "etcd unreachable within " + std::to_string(opts.request_timeout_ms) + " ms: " + last_error,
+        true);
   }
 };
 
@@ -325,8 +326,9 @@ auto guarded(F&& fn) -> decltype(fn()) {
 Result<EtcdOptions> parse_etcd_uri(std::string_view uri) {
   constexpr std::string_view kScheme = "etcd://";
   if (uri.substr(0, kScheme.size()) != kScheme) {
-    return Error::make(Errc::kInvalidArgument,
-                       "'" + std::string(uri) + "': expected etcd://host:port[,host:port...][/prefix]");
+    return Error::make(
+        Errc::kInvalidArgument,
+        "'" + std::string(uri) + "': expected etcd://host:port[,host:port...][/prefix]");
   }
   std::string_view rest = uri.substr(kScheme.size());
   EtcdOptions o;
@@ -343,15 +345,13 @@ Result<EtcdOptions> parse_etcd_uri(std::string_view uri) {
     auto colon = ep.rfind(':');
     int port = 0;
     if (colon == std::string_view::npos || colon == 0) {
-      return Error::make(Errc::kInvalidArgument,
-                         "'" + std::string(uri) + "': endpoint '" + std::string(ep) +
-                             "' is not host:port");
+      return Error::make(Errc::kInvalidArgument, "'" + std::string(uri) + "': endpoint '" +
+                                                     std::string(ep) + "' is not host:port");
     }
     auto [p, ec] = std::from_chars(ep.data() + colon + 1, ep.data() + ep.size(), port);
     if (ec != std::errc() || p != ep.data() + ep.size() || port <= 0 || port > 65535) {
-      return Error::make(Errc::kInvalidArgument,
-                         "'" + std::string(uri) + "': endpoint '" + std::string(ep) +
-                             "' has no valid port");
+      return Error::make(Errc::kInvalidArgument, "'" + std::string(uri) + "': endpoint '" +
+                                                     std::string(ep) + "' has no valid port");
     }
     o.endpoints.emplace_back(ep);
     pos = comma + 1;
@@ -368,7 +368,7 @@ struct EtcdMetaStore::Watcher {
   int64_t id = 0;
   std::string prefix;  // without the store's namespace
   WatchCallback cb;
-  int64_t last_rev = 0;               // last revision delivered (or the starting point)
+  int64_t last_rev = 0;                  // last revision delivered (or the starting point)
   std::map<std::string, int64_t> known;  // keys known to exist -> mod_revision (reader thread)
   std::atomic<bool> stop{false};
   CURLM* multi = nullptr;  // while a stream is open; woken by cancel
@@ -433,7 +433,7 @@ Result<std::vector<KeyValue>> EtcdMetaStore::range_raw(const std::string& begin,
                                                        const std::string& end, size_t limit,
                                                        int64_t* header_rev, bool keys_only,
                                                        int64_t at_revision) {
-  json req = {{"key", b64(begin)}, {"range_end", b64(end)}};
+  json req = {{"key", b64_key(begin)}, {"range_end", b64(end)}};
   if (limit) req["limit"] = std::to_string(limit);
   if (keys_only) req["keys_only"] = true;
   if (at_revision) req["revision"] = std::to_string(at_revision);
@@ -517,7 +517,8 @@ Result<int64_t> EtcdMetaStore::commit(const Txn& txn) {
         ops.push_back({{"request_delete_range", {{"key", b64(k)}}}});
         break;
       case Op::Type::kDeletePrefix:
-        ops.push_back({{"request_delete_range", {{"key", b64(k)}, {"range_end", b64(prefix_end(k))}}}});
+        ops.push_back(
+            {{"request_delete_range", {{"key", b64_key(k)}, {"range_end", b64(prefix_end(k))}}}});
         break;
     }
   }
@@ -609,8 +610,7 @@ Result<int64_t> EtcdMetaStore::watch(std::string_view prefix, int64_t from_revis
   auto r = range_raw(b, prefix_end(b), 0, &rev, true, from_revision);
   if (!r.ok()) {
     if (r.error().code == Errc::kOutOfRange) {
-      return Error::make(Errc::kOutOfRange, "watch from revision " +
-                                                std::to_string(from_revision) +
+      return Error::make(Errc::kOutOfRange, "watch from revision " + std::to_string(from_revision) +
                                                 ": etcd history compacted");
     }
     // A revision not yet reached: start there anyway (etcd's watch waits for it).
@@ -738,7 +738,7 @@ void EtcdMetaStore::watch_loop(const std::shared_ptr<Watcher>& w) {
       flush();
     };
     json req = {{"create_request",
-                 {{"key", b64(b)},
+                 {{"key", b64_key(b)},
                   {"range_end", b64(e)},
                   {"start_revision", std::to_string(w->last_rev + 1)}}}};
     std::string payload = req.dump();

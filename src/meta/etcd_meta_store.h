@@ -45,11 +45,11 @@
 namespace shale::meta {
 
 struct EtcdOptions {
-  std::vector<std::string> endpoints;  // host:port, plain HTTP
-  std::string prefix;                  // namespace of every key ("" = none)
-  int64_t request_timeout_ms = 5000;   // deadline of one call, retries included
-  int64_t connect_timeout_ms = 1000;   // per connection attempt
-  int64_t max_txn_ops = 128;           // etcd's --max-txn-ops default
+  std::vector<std::string> endpoints;   // host:port, plain HTTP
+  std::string prefix;                   // namespace of every key ("" = none)
+  int64_t request_timeout_ms = 5000;    // deadline of one call, retries included
+  int64_t connect_timeout_ms = 1000;    // per connection attempt
+  int64_t max_txn_ops = 128;            // etcd's --max-txn-ops default
   int64_t max_request_bytes = 1572864;  // etcd's --max-request-bytes default (1.5 MiB)
   int64_t watch_retry_ms = 100;         // pause before a watch reconnects
 };
@@ -76,6 +76,7 @@ class EtcdMetaStore final : public MetaStore {
   Result<int64_t> watch(std::string_view prefix, int64_t from_revision, WatchCallback cb) override;
   void cancel_watch(int64_t watch_id) override;
 
+  size_t max_txn_ops() const override { return static_cast<size_t>(opts_.max_txn_ops); }
   const EtcdOptions& options() const { return opts_; }
 
   // The opaque impl types below are public only so that the .cc's helpers can name them.

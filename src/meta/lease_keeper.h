@@ -5,10 +5,11 @@
 // acknowledging anything that its lease protects.
 //
 // When a renewal fails the keeper retries quickly; once valid_until_ms() has passed it calls
-// on_expired (once per lapse, on its thread) and keeps trying: if the store answers that the
-// lease no longer exists the keeper stops for good (expired() turns true) and the owner must
-// grant a new lease; if the store comes back while the lease still exists (etcd renews every
-// lease after a leader change), the keeper is valid again.
+// on_expired (once per lapse, on its thread) and keeps trying. If the store comes back while
+// the lease still exists (etcd renews every lease after a leader change), the keeper is valid
+// again. If the store answers that the lease no longer exists: without `regrant` the keeper
+// stops for good (expired() turns true); with it, the keeper grants a new lease (lease()
+// changes; keys attached to the old one are gone and must be written again) and carries on.
 //
 // Threads: all methods are thread-safe; on_expired runs on the keeper's thread and must not
 // destroy the keeper. Invariant: valid_until_ms() never moves past send time + TTL.
@@ -28,12 +29,13 @@ namespace shale::meta {
 class LeaseKeeper {
  public:
   static Result<std::unique_ptr<LeaseKeeper>> start(MetaStore* store, int64_t ttl_ms,
-                                                    std::function<void()> on_expired = {});
+                                                    std::function<void()> on_expired = {},
+                                                    bool regrant = false);
   ~LeaseKeeper();  // stops renewing; does not revoke (call revoke() for a clean exit)
   LeaseKeeper(const LeaseKeeper&) = delete;
   LeaseKeeper& operator=(const LeaseKeeper&) = delete;
 
-  int64_t lease() const { return lease_; }
+  int64_t lease() const { return lease_.load(); }
   int64_t ttl_ms() const { return ttl_ms_; }
   // Monotonic milliseconds (base/clock.h mono_ms) before which the lease is surely valid.
   int64_t valid_until_ms() const { return valid_until_.load(); }
@@ -44,15 +46,16 @@ class LeaseKeeper {
 
  private:
   LeaseKeeper(MetaStore* store, int64_t lease, int64_t ttl_ms, int64_t valid_until,
-              std::function<void()> on_expired);
+              std::function<void()> on_expired, bool regrant);
   void run();
 
   MetaStore* store_;
-  const int64_t lease_;
+  std::atomic<int64_t> lease_;
   const int64_t ttl_ms_;
   std::atomic<int64_t> valid_until_;
   std::atomic<bool> expired_{false};
   std::function<void()> on_expired_;
+  const bool regrant_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

@@ -12,9 +12,9 @@ namespace shale::meta {
 
 struct StoreConfig {
   std::string uri = "sqlite";
-  std::string data_dir;                 // for sqlite
-  int64_t etcd_timeout_ms = 5000;       // metadata.etcd.request.timeout.ms
-  int64_t etcd_max_txn_ops = 128;       // metadata.etcd.max.txn.ops
+  std::string data_dir;                      // for sqlite
+  int64_t etcd_timeout_ms = 5000;            // metadata.etcd.request.timeout.ms
+  int64_t etcd_max_txn_ops = 128;            // metadata.etcd.max.txn.ops
   int64_t etcd_max_request_bytes = 1572864;  // metadata.etcd.max.request.bytes
 };
 

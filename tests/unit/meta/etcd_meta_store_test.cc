@@ -4,6 +4,7 @@
 // meta_store_test.cc.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -11,11 +12,11 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "etcd_server.h"
 #include "meta/etcd_meta_store.h"
 #include "meta/lease_keeper.h"
 #include "meta/open_store.h"
 #include "meta/sqlite_meta_store.h"
-#include "etcd_server.h"
 
 namespace shale::meta {
 namespace {
@@ -112,6 +113,27 @@ TEST(LeaseKeeperTest, KeepsSqliteLeaseAliveAndReportsRevocation) {
   EXPECT_FALSE(s->get("eph")->has_value());
 }
 
+TEST(LeaseKeeperTest, RegrantsALostLease) {
+  auto s = std::move(SqliteMetaStore::open({":memory:", 10000, 10})).value();
+  std::atomic<int> lapses{0};
+  auto k = LeaseKeeper::start(
+      s.get(), 90, [&] { ++lapses; }, true);
+  ASSERT_TRUE(k.ok());
+  int64_t first = (*k)->lease();
+  ASSERT_TRUE(s->revoke_lease(first).ok());
+  for (int i = 0; i < 200 && (*k)->lease() == first; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_NE((*k)->lease(), first);
+  EXPECT_GE(lapses.load(), 1);
+  EXPECT_FALSE((*k)->expired());
+  for (int i = 0; i < 200 && !(*k)->valid(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_TRUE((*k)->valid());
+  EXPECT_TRUE(s->keep_alive((*k)->lease()).ok());
+}
+
 TEST_F(EtcdTest, LeaseExpiresWithoutKeepAliveAndKeeperKeepsItsKeys) {
   auto& e = start_one();
   auto s = open({e.endpoint()});
@@ -155,8 +177,7 @@ TEST_F(EtcdTest, TooManyOpsFailsNamingTheFlag) {
   o.max_txn_ops = 500;
   auto bad = EtcdMetaStore::open(o);
   ASSERT_FALSE(bad.ok());
-  EXPECT_NE(bad.error().message.find("--max-txn-ops"), std::string::npos)
-      << bad.error().message;
+  EXPECT_NE(bad.error().message.find("--max-txn-ops"), std::string::npos) << bad.error().message;
 }
 
 TEST_F(EtcdTest, FirstEndpointDeadFailsOver) {
@@ -227,8 +248,8 @@ TEST_F(EtcdTest, WatchReloadsAfterCompaction) {
   // Synthesized: c/old deleted, c/new put with its latest value; c/keep untouched.
   std::set<std::string> got;
   for (size_t i = 1; i < evs.size(); ++i) {
-    got.insert(evs[i].kv.key + (evs[i].type == WatchEvent::Type::kPut ? "=" + evs[i].kv.value
-                                                                       : " deleted"));
+    got.insert(evs[i].kv.key +
+               (evs[i].type == WatchEvent::Type::kPut ? "=" + evs[i].kv.value : " deleted"));
     EXPECT_LE(evs[i].kv.mod_revision, rev);
     EXPECT_GE(evs[i].kv.mod_revision, evs[i - 1].kv.mod_revision);
   }
@@ -246,7 +267,8 @@ TEST_F(EtcdTest, ThreeMembersSurviveLeaderLoss) {
     servers_.back()->init("m" + std::to_string(i), root_);
   }
   std::string cluster;
-  for (auto& m : servers_) cluster += (cluster.empty() ? "" : ",") + m->name() + "=" + m->peer_url();
+  for (auto& m : servers_)
+    cluster += (cluster.empty() ? "" : ",") + m->name() + "=" + m->peer_url();
   for (auto& m : servers_) ASSERT_TRUE(m->start(cluster));
   for (auto& m : servers_) ASSERT_TRUE(m->wait_healthy());
   std::vector<std::string> eps;

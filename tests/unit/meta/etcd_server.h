@@ -117,8 +117,8 @@ class EtcdServer {
             client_url().c_str(), "--listen-peer-urls", peer_url().c_str(),
             "--initial-advertise-peer-urls", peer_url().c_str(), "--initial-cluster",
             cluster_.c_str(), "--initial-cluster-state", "new", "--initial-cluster-token",
-            "shale-test", "--heartbeat-interval", "50", "--election-timeout", "500",
-            "--log-level", "error", static_cast<char*>(nullptr));
+            "shale-test", "--heartbeat-interval", "50", "--election-timeout", "500", "--log-level",
+            "error", static_cast<char*>(nullptr));
       _exit(127);
     }
     return pid_ > 0;

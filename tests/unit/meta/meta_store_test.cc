@@ -10,9 +10,9 @@
 #include <mutex>
 #include <thread>
 
+#include "etcd_server.h"
 #include "meta/etcd_meta_store.h"
 #include "meta/sqlite_meta_store.h"
-#include "etcd_server.h"
 
 namespace shale::meta {
 namespace {
