@@ -3,6 +3,9 @@
 // endpoint fail-over, parsing of metadata.store URIs. The shared MetaStore suite is in
 // meta_store_test.cc.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -258,6 +261,120 @@ TEST_F(EtcdTest, WatchReloadsAfterCompaction) {
   ASSERT_TRUE(s->put("c/after", "x").ok());
   ASSERT_TRUE(c.wait_for(4));
   EXPECT_EQ(c.snapshot()[3].kv.key, "c/after");
+}
+
+TEST_F(EtcdTest, EmptyNamespaceReadsAndDeletesEverything) {
+  auto& e = start_one();
+  EtcdOptions o;
+  o.endpoints = {e.endpoint()};
+  auto s = std::move(EtcdMetaStore::open(o)).value();  // no prefix: etcd's whole key space
+  ASSERT_TRUE(s->put("a", "1").ok());
+  ASSERT_TRUE(s->put("b", "2").ok());
+  EXPECT_EQ(s->prefix("")->size(), 2u);
+  EXPECT_EQ(s->range("", std::string(1, '\0'))->size(), 2u);
+  Txn t;
+  t.ops.push_back(Op::del_prefix(""));
+  ASSERT_TRUE(s->commit(t).ok());
+  EXPECT_TRUE(s->prefix("")->empty());
+}
+
+// A server that answers every request with one fixed HTTP body, for malformed answers.
+class FakeEtcd {
+ public:
+  explicit FakeEtcd(std::string body) : body_(std::move(body)) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    listen(fd_, 8);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~FakeEtcd() {
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    thread_.join();
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  void set_body(std::string b) {
+    std::lock_guard lk(mu_);
+    body_ = std::move(b);
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::string req;
+      char buf[65536];
+      size_t need = std::string::npos;
+      while (need == std::string::npos || req.size() < need) {
+        ssize_t n = read(c, buf, sizeof buf);
+        if (n <= 0) break;
+        req.append(buf, static_cast<size_t>(n));
+        auto hdr_end = req.find("\r\n\r\n");
+        if (need == std::string::npos && hdr_end != std::string::npos) {
+          auto cl = req.find("Content-Length: ");
+          size_t body = cl == std::string::npos ? 0 : std::stoul(req.substr(cl + 16));
+          need = hdr_end + 4 + body;
+        }
+      }
+      std::string b;
+      {
+        std::lock_guard lk(mu_);
+        b = body_;
+      }
+      std::string resp = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: " +
+                         std::to_string(b.size()) + "\r\nConnection: close\r\n\r\n" + b;
+      (void)!write(c, resp.data(), resp.size());
+      close(c);
+    }
+  }
+  std::mutex mu_;
+  std::string body_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+TEST(EtcdMalformed, AnswersAreErrorsNotCrashes) {
+  FakeEtcd fake("not json");
+  EtcdOptions o;
+  o.endpoints = {fake.endpoint()};
+  o.request_timeout_ms = 500;
+  EXPECT_FALSE(EtcdMetaStore::open(o).ok());
+  fake.set_body("{}");  // passes the start-up probe
+  auto s = std::move(EtcdMetaStore::open(o)).value();
+  for (const char* body :
+       {R"({"kvs":[{"key":"!!!"}]})", R"({"kvs":"x"})",
+        R"({"kvs":[{"key":"YQ==","mod_revision":"z"}]})", R"({"header":{"revision":[1]}})",
+        R"({"kvs":[5]})", R"([1,2])", R"({"succeeded":"yes"})",
+        R"({"code":14,"message":"etcdserver: no leader"})"}) {
+    fake.set_body(body);
+    auto g = s->get("a");
+    auto r = s->revision();
+    auto c = s->commit(Txn{{}, {Op::put("a", "b")}});
+    auto l = s->grant_lease(1000);
+    if (std::string(body).find("kvs") != std::string::npos) {
+      EXPECT_FALSE(g.ok()) << body;
+    }
+    (void)r;
+    (void)c;
+    (void)l;
+  }
+  fake.set_body(R"({"result":{"header":{},"events":[{"kv":{"key":"%%"}}]}})"
+                "\n");
+  Collector col;
+  // Whether or not the watch starts, a malformed event must not crash the reader (it
+  // reconnects, and keeps failing on this server).
+  auto w = s->watch("w/", 1, col.cb());
+  (void)w;
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(col.snapshot().empty());
 }
 
 // Three members; the leader is killed while commits go on and a watch follows them.
