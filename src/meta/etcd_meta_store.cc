@@ -140,16 +140,21 @@ bool has_prefix(std::string_view s, std::string_view p) { return s.substr(0, p.s
 // etcd refuses an empty key; "\0" is the smallest key there is (no key is empty).
 std::string b64_key(const std::string& k) { return b64(k.empty() ? std::string(1, '\0') : k); }
 
+// n = 0: etcd refused it (its limit is lower than the configured one).
 std::string too_many_ops(size_t n, int64_t limit) {
-  return "transaction has " + std::to_string(n) +
-         " compares or operations, more than etcd accepts (--max-txn-ops=" + std::to_string(limit) +
+  std::string what = n ? "transaction has " + std::to_string(n) + " compares or operations, more"
+                       : "transaction has more compares or operations";
+  return what + " than etcd accepts (--max-txn-ops; configured metadata.etcd.max.txn.ops=" +
+         std::to_string(limit) +
          "): start every etcd member with a larger --max-txn-ops and set "
          "metadata.etcd.max.txn.ops to match";
 }
 
 std::string too_large(size_t n, int64_t limit) {
   return "transaction of about " + std::to_string(n) +
-         " bytes is larger than etcd accepts (--max-request-bytes=" + std::to_string(limit) +
+         " bytes is larger than etcd accepts (--max-request-bytes; configured "
+         "metadata.etcd.max.request.bytes=" +
+         std::to_string(limit) +
          "): start every etcd member with a larger --max-request-bytes and set "
          "metadata.etcd.max.request.bytes to match";
 }
