@@ -660,6 +660,7 @@ namespace {
 struct StreamCtx {
   std::string buf;
   bool created = false;
+  bool created_seen_now = false;  // the answer being handled is the creation answer
   bool compacted = false;
   bool failed = false;  // canceled / error line: reconnect
   std::function<void(const json&)> on_result;
@@ -700,7 +701,7 @@ void EtcdMetaStore::watch_loop(const std::shared_ptr<Watcher>& w) {
   while (!w->stop) {
     StreamCtx ctx;
     ctx.on_result = [&](const json& r) {
-      if (boolean(r, "created")) ctx.created = true;
+      if (boolean(r, "created")) ctx.created = ctx.created_seen_now = true;
       if (boolean(r, "canceled")) {
         if (i64(r, "compact_revision") > 0) {
           ctx.compacted = true;
@@ -741,11 +742,19 @@ void EtcdMetaStore::watch_loop(const std::shared_ptr<Watcher>& w) {
         batch.push_back(std::move(we));
       }
       flush();
+      // A progress notification (no events, not the creation answer): every event up to its
+      // header revision has been sent, so a reconnect may start after it (a quiet prefix then
+      // does not fall behind compaction).
+      if (!ctx.created_seen_now && array(r, "events").empty()) {
+        w->last_rev = std::max(w->last_rev, i64(member(r, "header"), "revision"));
+      }
+      ctx.created_seen_now = false;
     };
     json req = {{"create_request",
                  {{"key", b64_key(b)},
                   {"range_end", b64(e)},
-                  {"start_revision", std::to_string(w->last_rev + 1)}}}};
+                  {"start_revision", std::to_string(w->last_rev + 1)},
+                  {"progress_notify", true}}}};
     std::string payload = req.dump();
     const std::string& host = opts_.endpoints[ep % opts_.endpoints.size()];
     std::string url = "http://" + host + "/v3/watch";
