@@ -33,7 +33,6 @@ namespace shale::meta::testing {
 inline std::string find_etcd() {
   const char* path = std::getenv("PATH");
   std::string p = path ? path : "/usr/bin:/bin";
-  p += ":/usr/bin:/usr/local/bin";
   size_t pos = 0;
   while (pos <= p.size()) {
     size_t c = p.find(':', pos);
@@ -88,7 +87,11 @@ class EtcdServer {
   EtcdServer() = default;
   ~EtcdServer() {
     kill();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (!dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+      std::filesystem::remove(dir_.parent_path(), ec);  // the test root, once empty
+    }
   }
 
   // Prepares name, ports and data dir; start() runs it.
