@@ -15,6 +15,7 @@
 
 #include "app/wal_uri.h"
 #include "http/server.h"
+#include "meta/open_store.h"
 
 namespace shale::app {
 
@@ -141,6 +142,10 @@ std::string validate_http_listeners(std::string_view v) {
   return r.ok() ? "" : r.error().message;
 }
 
+std::string validate_metadata_store(std::string_view v) {
+  return meta::validate_store_uri(trim(v));
+}
+
 std::string validate_wal_path(std::string_view v) {
   std::string t = trim(v);
   if (t.empty()) return "must not be empty";
@@ -174,6 +179,37 @@ const std::vector<ConfigKey> kKeys = {
      "Directory for the WAL, the local object directory and the metadata file. Created if "
      "missing.",
      INT64_MIN, INT64_MAX, validate_not_empty},
+    // --- Metadata ---
+    {"metadata.store", ConfigType::kString, "sqlite", "Metadata",
+     "Where topics, streams, objects and groups are recorded. `sqlite`: an embedded SQLite file, "
+     "<data.dir>/meta.db (one broker). `etcd://host:port[,host:port...][/prefix]`: an etcd v3 "
+     "cluster (etcd 3.4 or later, plain HTTP), reached through its JSON gateway; on a "
+     "connection error the next endpoint is tried. Every key lives under `prefix` (e.g. "
+     "etcd://10.0.0.1:2379,10.0.0.2:2379/shale/prod), so several clusters can share one etcd. "
+     "See docs/cluster.md.",
+     INT64_MIN, INT64_MAX, validate_metadata_store},
+    {"metadata.etcd.request.timeout.ms", ConfigType::kLong, "5000", "Metadata",
+     "Deadline of one etcd call, fail-over to other endpoints included. A call that runs out "
+     "fails with a retryable error.",
+     100, INT64_MAX},
+    {"metadata.etcd.max.txn.ops", ConfigType::kInt, "128", "Metadata",
+     "Most compares or operations in one etcd transaction: etcd's --max-txn-ops (default 128). "
+     "Checked against the server at start-up (a start fails naming --max-txn-ops if etcd "
+     "refuses it). Uploads, compaction rounds and large offset commits are split or sized to "
+     "stay within it; a transaction that still exceeds it fails with an error naming the etcd "
+     "flag.",
+     8, INT32_MAX},
+    {"metadata.etcd.max.request.bytes", ConfigType::kLong, "1572864", "Metadata",
+     "Largest etcd request: etcd's --max-request-bytes (default 1.5 MiB). A larger transaction "
+     "fails with an error naming the etcd flag.",
+     1024, INT64_MAX},
+    {"broker.session.timeout.ms", ConfigType::kLong, "9000", "Metadata",
+     "With etcd: the TTL of this broker's metadata lease (Kafka's KRaft key and default), "
+     "renewed every third of it. While etcd cannot be reached the broker keeps acknowledging "
+     "produce requests until the lease may have expired (time of the last renewal sent + TTL), "
+     "then answers NOT_LEADER_OR_FOLLOWER (retriable) until a renewal succeeds again. Unused "
+     "with sqlite.",
+     1000, INT32_MAX},
     // --- Network ---
     {"listeners", ConfigType::kList, "PLAINTEXT://127.0.0.1:9092", "Network",
      "Comma-separated NAME://host:port addresses to listen on. An empty host or 0.0.0.0 means "

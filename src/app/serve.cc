@@ -37,6 +37,8 @@
 #include "broker/group_service.h"
 #include "http/server.h"
 #include "meta/sqlite_meta_store.h"
+#include "meta/lease_keeper.h"
+#include "meta/open_store.h"
 #include "net/server.h"
 #include "objstore/factory.h"
 #include "storage/engine.h"
@@ -319,8 +321,17 @@ int serve_main(int argc, char** argv) {
 
   // Storage and the broker context, before any listener opens. Their blocking start-up (WAL
   // recovery, topic loading) happens here, on the main thread.
-  auto meta = meta::SqliteMetaStore::open({(data_dir / "meta.db").string()});
-  if (!meta.ok()) return fail("metadata store: " + meta.error().to_string());
+  meta::StoreConfig msc;
+  msc.uri = cfg.get_string("metadata.store");
+  msc.data_dir = data_dir.string();
+  msc.etcd_timeout_ms = cfg.get_long("metadata.etcd.request.timeout.ms");
+  msc.etcd_max_txn_ops = cfg.get_int("metadata.etcd.max.txn.ops");
+  msc.etcd_max_request_bytes = cfg.get_long("metadata.etcd.max.request.bytes");
+  auto meta = meta::open_store(msc);
+  if (!meta.ok()) {
+    return fail("configuration key 'metadata.store' (" + msc.uri +
+                "): " + meta.error().to_string());
+  }
   auto buckets = cfg.get_list("s3.data.buckets");
   if (buckets.empty()) return fail("configuration key 's3.data.buckets' is empty");
   auto store = objstore::open_object_store(buckets.front());
@@ -379,6 +390,20 @@ int serve_main(int argc, char** argv) {
   }
   apply_broker_settings(cfg, bc);
   broker::Broker broker(bc, engine->get(), meta->get());
+  // On etcd the broker holds a lease and acknowledges only while it is surely valid (a lost
+  // lease is granted again once etcd answers).
+  std::unique_ptr<meta::LeaseKeeper> lease;
+  if (msc.uri != "sqlite") {
+    auto k = meta::LeaseKeeper::start(
+        meta->get(), cfg.get_long("broker.session.timeout.ms"),
+        [] {
+          spdlog::warn("metadata lease lapsed: produce requests are refused until etcd answers");
+        },
+        true);
+    if (!k.ok()) return fail("metadata store: granting the broker lease: " + k.error().to_string());
+    lease = std::move(k).value();
+    broker.set_ack_gate([l = lease.get()] { return l->valid(); });
+  }
   if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
 
   // The dispatcher and what it refers to outlive the pool (see net/frame_handler.h).
@@ -485,6 +510,7 @@ int serve_main(int argc, char** argv) {
   groups.stop();
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
+  if (lease) (void)lease->revoke();     // a clean exit frees the lease at once
   if (metrics) metrics->write_final();  // includes the shutdown's uploads
   spdlog::info("stopped");
   return 0;

@@ -12,6 +12,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -83,6 +84,14 @@ class Broker {
   FetchSessionCache& fetch_sessions() { return sessions_; }
   asio::thread_pool& workers() { return workers_; }
 
+  // The acknowledgement gate: produce answers NOT_LEADER_OR_FOLLOWER (retriable) instead of
+  // acknowledging while it returns false. `shale serve` on etcd sets it to "this broker's
+  // metadata lease is surely still valid" (meta::LeaseKeeper), so a broker cut off from etcd
+  // stops acknowledging before another broker may take its partitions over. Unset: always
+  // acknowledge. Set before the server starts; the function must be thread-safe and cheap.
+  void set_ack_gate(std::function<bool()> gate) { ack_gate_ = std::move(gate); }
+  bool may_acknowledge() const { return !ack_gate_ || ack_gate_(); }
+
   // For the group APIs (OffsetCommit): does this topic-partition exist?
   bool partition_exists(std::string_view topic, int32_t partition) const {
     return topics_.partition(topic, partition) != nullptr;
@@ -111,6 +120,7 @@ class Broker {
   FetchSessionCache sessions_;
   asio::thread_pool workers_;
   bool stopped_ = false;
+  std::function<bool()> ack_gate_;
   // Maintenance thread (retention, snapshots): wakes every tick, or at once on stop().
   void maintenance_loop();
   std::mutex retention_mu_;

@@ -154,6 +154,9 @@ void count_in(const std::string& topic, const std::vector<PreparedBatch>& batche
   all.messages_in.inc(messages);
 }
 
+constexpr const char* kNoLeaseMessage =
+    "this broker's metadata lease is not surely valid (metadata store unreachable?); retry";
+
 struct PartitionSlot {
   ProduceResponse::PartitionProduceResponse* resp;
   std::shared_ptr<Status> result;  // written by the append callback
@@ -199,6 +202,11 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
+      if (!b.may_acknowledge()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
+        pr.error_message = kNoLeaseMessage;
+        continue;
+      }
       const auto& part = topic->partitions[static_cast<size_t>(pd.index)];
       Prepared prep = prepare(pd.records, topic->settings, now_ms());
       if (prep.error != ErrorCode::kNone) {
@@ -235,10 +243,18 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
   // Every append is in order now; only durability is awaited.
   if (order != nullptr) order->release();
   co_await latch->wait();
+  // The lease may have lapsed while the appends ran: then they are durable in the WAL but not
+  // acknowledged (the client retries; an idempotent producer's retry is deduplicated).
+  const bool may_ack = b.may_acknowledge();
   for (auto& s : slots) {
     if (s.pending && !s.result->ok() && s.resp->error_code == 0) {
       s.resp->error_code = static_cast<int16_t>(storage_error_code(s.result->error()));
       s.resp->error_message = s.result->error().message;
+      s.resp->base_offset = -1;
+    }
+    if (!may_ack && s.resp->error_code == 0) {
+      s.resp->error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
+      s.resp->error_message = kNoLeaseMessage;
       s.resp->base_offset = -1;
     }
   }

@@ -21,16 +21,24 @@ Status MetaGroupStore::save_offsets(std::string_view group_id,
                                     const std::vector<OffsetRecord>& commits,
                                     const std::vector<TopicPartition>& deletes) {
   if (commits.empty() && deletes.empty()) return ok_status();
-  meta::Txn txn;
-  txn.ops.reserve(commits.size() + deletes.size());
+  std::vector<meta::Op> ops;
+  ops.reserve(commits.size() + deletes.size());
   for (const auto& tp : deletes) {
-    txn.ops.push_back(meta::Op::del(codec::offset_key(root_, group_id, tp.topic, tp.partition)));
+    ops.push_back(meta::Op::del(codec::offset_key(root_, group_id, tp.topic, tp.partition)));
   }
   for (const auto& c : commits) {
-    txn.ops.push_back(meta::Op::put(codec::offset_key(root_, group_id, c.topic, c.partition),
-                                    codec::encode_offset(c.value)));
+    ops.push_back(meta::Op::put(codec::offset_key(root_, group_id, c.topic, c.partition),
+                                codec::encode_offset(c.value)));
   }
-  SHALE_TRY(meta_->commit(txn));
+  // Each partition's offset stands alone (Kafka clients see one result per partition), so a
+  // commit larger than the store's transaction limit (etcd's --max-txn-ops) goes in several
+  // transactions; after a failure the client retries, rewriting the same values.
+  const size_t limit = meta_->max_txn_ops() == 0 ? ops.size() : meta_->max_txn_ops();
+  for (size_t i = 0; i < ops.size(); i += limit) {
+    meta::Txn txn;
+    for (size_t j = i; j < ops.size() && j < i + limit; ++j) txn.ops.push_back(std::move(ops[j]));
+    SHALE_TRY(meta_->commit(txn));
+  }
   return ok_status();
 }
 

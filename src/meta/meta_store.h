@@ -6,6 +6,9 @@
 // by one. Each key carries mod_revision (the revision of its last write) and create_revision.
 // A Compare on mod_revision == 0 means "the key must not exist".
 //
+// Implementations: SqliteMetaStore (embedded) and EtcdMetaStore; open_store.h picks one from
+// the `metadata.store` setting.
+//
 // Threading: thread-safe. Calls block (a local SQLite commit with fsync, or a network round trip
 // for etcd): call them from worker threads, never from an event-loop thread. Watch callbacks run
 // on a store-owned thread, in revision order, and must not call back into the store's watch API.
@@ -88,6 +91,11 @@ class MetaStore {
   virtual Result<int64_t> watch(std::string_view prefix, int64_t from_revision,
                                 WatchCallback cb) = 0;
   virtual void cancel_watch(int64_t watch_id) = 0;
+
+  // The most compares, and the most ops, that one transaction may carry (0 = no limit; etcd:
+  // its --max-txn-ops). commit() fails with kInvalidArgument above it. Callers that build large
+  // transactions out of independent parts split them to stay within it.
+  virtual size_t max_txn_ops() const { return 0; }
 
   // Convenience: unconditional put / delete.
   Result<int64_t> put(std::string key, std::string value) {

@@ -12,7 +12,19 @@ namespace shale::storage {
 namespace {
 constexpr size_t kMaxSourcesPerRound = 64;
 constexpr uint64_t kMaxBytesPerRound = 256 * kMiB;
+
+// What rewrite_objects' one transaction holds for a source with `ranges` range rows, at most:
+// the source's mark and its row deletes, plus (for the new objects) one object and one row
+// per range. Compares (sources + new objects) are fewer.
+size_t rewrite_txn_ops(size_t ranges) { return 3 * ranges + 1; }
 }  // namespace
+
+// Whether a rewrite round holding `ops` already may take a source with `ranges` rows within the
+// metadata store's transaction limit (etcd's --max-txn-ops; 0 = none).
+bool EngineImpl::fits_txn_limit(size_t ops, size_t ranges) const {
+  size_t limit = meta_->max_txn_ops();
+  return limit == 0 || ops + rewrite_txn_ops(ranges) <= limit;
+}
 
 Status EngineImpl::compact_now() {
   std::lock_guard lk(compact_mu_);
@@ -100,6 +112,7 @@ Status EngineImpl::compact_stream_set_objects() {
   if (!objs.ok()) return std::move(objs).error();
   std::vector<std::pair<int64_t, meta::KeyValue>> sources;
   uint64_t bytes = 0;
+  size_t ops = 0;
   for (auto& kv : *objs) {
     auto om = decode_object(kv.value);
     if (!om.ok()) return std::move(om).error();
@@ -108,7 +121,9 @@ Status EngineImpl::compact_stream_set_objects() {
       continue;
     }
     if (sources.size() >= kMaxSourcesPerRound || bytes + om->size > kMaxBytesPerRound) break;
+    if (!fits_txn_limit(ops, om->ranges.size())) break;
     bytes += om->size;
+    ops += rewrite_txn_ops(om->ranges.size());
     sources.emplace_back(Keys::parse_id(kv.key), kv);
   }
   if (sources.size() < 2) return ok_status();
@@ -130,7 +145,8 @@ Status EngineImpl::merge_stream_objects() {
     }
     int64_t s = om->ranges[0].stream_id;
     if (small[s].size() >= kMaxSourcesPerRound ||
-        small_bytes[s] + om->size > opts_.stream_split_size * 4) {
+        small_bytes[s] + om->size > opts_.stream_split_size * 4 ||
+        !fits_txn_limit(small[s].size() * rewrite_txn_ops(1), 1)) {
       continue;
     }
     small_bytes[s] += om->size;

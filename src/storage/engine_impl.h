@@ -131,6 +131,8 @@ class EngineImpl final : public Engine {
   void check_upload_stalled();
   void request_upload();
   Status upload_block(const CacheBlock& block);
+  bool fits_txn_limit(size_t ops, size_t ranges) const;
+  Status upload_streams(std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data);
   std::vector<PlannedObject> plan_objects(
       std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
       bool all_stream_objects, uint64_t max_stream_set_bytes = 0);

@@ -253,8 +253,27 @@ Result<uint64_t> EngineImpl::write_object(int64_t id, PlannedObject& obj) {
 }
 
 Status EngineImpl::upload_block(const CacheBlock& block) {
+  // A metadata store with a transaction limit (etcd's --max-txn-ops) gets the block in groups of
+  // streams, one commit each. Each stream appears in exactly one object, so a commit carries at
+  // most 2 compares and 3 ops per stream (object, stream, range row). Splitting is safe: a
+  // stream's end and range rows always move in one transaction, the WAL is trimmed only after
+  // the last group, and a retry or a recovery re-upload skips what is already committed.
+  const size_t limit = meta_->max_txn_ops();
+  const size_t per_commit = limit == 0 ? SIZE_MAX : std::max<size_t>(1, (limit - 1) / 3);
   std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data;
-  for (auto& [stream, run] : block.streams) data[stream] = {run.epoch, run.records};
+  for (auto& [stream, run] : block.streams) {
+    data[stream] = {run.epoch, run.records};
+    if (data.size() >= per_commit) {
+      SHALE_TRY(upload_streams(std::move(data)));
+      data.clear();
+    }
+  }
+  return upload_streams(std::move(data));
+}
+
+Status EngineImpl::upload_streams(
+    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data) {
+  if (data.empty()) return ok_status();
   // Stream-set objects are capped at what one PUT carries, so a block with many streams
   // becomes several objects written in parallel instead of one long multipart upload.
   auto objs = plan_objects(std::move(data), false, 2 * opts_.object_part_size);

@@ -173,6 +173,7 @@ TEST_P(BothEngines, TopicCompressionTypeRecompressesBatches) {
   auto fp = protocol::RecordBatch::parse(*only(fetch("p", 0, 0)).records, true);
   ASSERT_TRUE(fp.ok());
   EXPECT_EQ(fp->header().compression(), protocol::Compression::kNone);
+}
 
 // Issue #19: a WAL that cannot drain because uploads fail is KAFKA_STORAGE_ERROR (retriable,
 // answered at once, with the cause in the message), not plain back-pressure.
@@ -213,6 +214,20 @@ TEST_F(BrokerTest, DescribeLogDirsShowsDegradedStorage) {
   EXPECT_EQ(bad.results[0].topics.size(), ok.results[0].topics.size());
   fake_->set_degraded(false);
   EXPECT_EQ(describe().results[0].error_code, 0);
+}
+
+TEST_F(BrokerTest, ProduceIsRefusedWhileTheAckGateIsClosed) {
+  create_topic("gate", 1);
+  std::atomic<bool> lease_valid{false};
+  broker_->set_ack_gate([&] { return lease_valid.load(); });
+  auto r = produce("gate", 0, batch(1));
+  const int16_t ec = r.responses[0].partition_responses[0].error_code;
+  EXPECT_EQ(ec, code(ErrorCode::kNotLeaderOrFollower));
+  EXPECT_TRUE(protocol::is_retriable(static_cast<ErrorCode>(ec)));
+  EXPECT_EQ(broker_->topics().partition("gate", 0)->high_watermark(), 0);  // nothing appended
+  lease_valid = true;
+  EXPECT_EQ(produce("gate", 0, batch(1)).responses[0].partition_responses[0].base_offset, 0);
+  broker_->set_ack_gate({});
 }
 
 TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {

@@ -134,6 +134,17 @@ TEST(MetaGroupStore, AnOffsetCommitIsOneTransaction) {
   EXPECT_EQ(meta.size(), 100u);
 }
 
+TEST(MetaGroupStore, AnOffsetCommitOverTheStoresLimitIsSplit) {
+  FakeMetaStore meta;
+  meta.set_max_txn_ops(32);  // etcd's --max-txn-ops
+  MetaGroupStore store(&meta);
+  std::vector<OffsetRecord> many;
+  for (int p = 0; p < 100; ++p) many.push_back(OffsetRecord{"t", p, OffsetValue{p, -1, "", 1, {}}});
+  ASSERT_TRUE(store.save_offsets("g", many, {}).ok());
+  EXPECT_EQ(meta.commits(), 4);
+  EXPECT_EQ(meta.size(), 100u);
+}
+
 TEST(ConsumerProtocol, ReadsTopicsOfEveryVersion) {
   for (int16_t v = 0; v <= 5; ++v) {
     auto t = subscription_topics(subscription({"a", "bb"}, v));

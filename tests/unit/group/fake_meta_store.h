@@ -44,6 +44,9 @@ class FakeMetaStore : public meta::MetaStore {
   Result<int64_t> commit(const meta::Txn& txn) override {
     std::lock_guard lk(mu_);
     ++commits_;
+    if (max_txn_ops_ && (txn.ops.size() > max_txn_ops_ || txn.compares.size() > max_txn_ops_)) {
+      return Error::make(Errc::kInvalidArgument, "too many operations");
+    }
     if (fail_next_ > 0) {
       --fail_next_;
       return Error::make(Errc::kIoError, "injected failure", true);
@@ -91,6 +94,9 @@ class FakeMetaStore : public meta::MetaStore {
   }
   void cancel_watch(int64_t) override {}
 
+  size_t max_txn_ops() const override { return max_txn_ops_; }
+  void set_max_txn_ops(size_t n) { max_txn_ops_ = n; }
+
   void fail_next_commits(int n) {
     std::lock_guard lk(mu_);
     fail_next_ = n;
@@ -111,6 +117,7 @@ class FakeMetaStore : public meta::MetaStore {
   int64_t revision_ = 0;
   int fail_next_ = 0;
   int commits_ = 0;
+  size_t max_txn_ops_ = 0;
 };
 
 }  // namespace shale::group::testing

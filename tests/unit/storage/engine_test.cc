@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <future>
 #include <random>
 
@@ -683,6 +685,64 @@ TEST_F(EngineTest, ManyStreamsBecomeSeveralSinglePutStreamSetObjects) {
   e->shutdown();
   auto e2 = open(o);
   for (auto& [id, s] : ss) expect_readable(*e2->open_stream(id), id, 0, 2, 2000);
+}
+
+// A metadata store with a transaction limit (etcd's --max-txn-ops) that refuses larger ones.
+class LimitedMetaStore final : public meta::MetaStore {
+ public:
+  LimitedMetaStore(meta::MetaStore* inner, size_t limit) : in_(inner), limit_(limit) {}
+  Result<std::optional<meta::KeyValue>> get(std::string_view k) override { return in_->get(k); }
+  Result<std::vector<meta::KeyValue>> range(std::string_view b, std::string_view e,
+                                            size_t l) override {
+    return in_->range(b, e, l);
+  }
+  Result<std::vector<meta::KeyValue>> prefix(std::string_view p, size_t l) override {
+    return in_->prefix(p, l);
+  }
+  Result<int64_t> commit(const meta::Txn& t) override {
+    size_t n = std::max(t.compares.size(), t.ops.size());
+    largest = std::max(largest.load(), n);
+    if (n > limit_) return Error::make(Errc::kInvalidArgument, "too many ops");
+    return in_->commit(t);
+  }
+  Result<int64_t> revision() override { return in_->revision(); }
+  Result<int64_t> grant_lease(int64_t ttl) override { return in_->grant_lease(ttl); }
+  Status keep_alive(int64_t l) override { return in_->keep_alive(l); }
+  Status revoke_lease(int64_t l) override { return in_->revoke_lease(l); }
+  Result<int64_t> watch(std::string_view p, int64_t from, meta::WatchCallback cb) override {
+    return in_->watch(p, from, std::move(cb));
+  }
+  void cancel_watch(int64_t id) override { in_->cancel_watch(id); }
+  size_t max_txn_ops() const override { return limit_; }
+  std::atomic<size_t> largest{0};
+
+ private:
+  meta::MetaStore* in_;
+  size_t limit_;
+};
+
+TEST_F(EngineTest, UploadsAndCompactionStayWithinTheStoresTransactionLimit) {
+  LimitedMetaStore limited(meta_.get(), 32);
+  auto o = options();
+  auto opened = Engine::open(o, &store_, &limited);
+  ASSERT_TRUE(opened.ok()) << opened.error().to_string();
+  auto e = std::move(opened).value();
+  std::vector<std::pair<int64_t, Stream*>> ss;
+  for (int i = 0; i < 50; ++i) {
+    int64_t id = *e->create_stream({});
+    ss.emplace_back(id, *e->open_stream(id));
+  }
+  for (int64_t off = 0; off < 3; ++off) {
+    for (auto& [id, s] : ss) ASSERT_TRUE(append_sync(s, off, 1, payload_for(id, off, 300)).ok());
+    ASSERT_TRUE(e->flush().ok());
+  }
+  ASSERT_TRUE(e->compact_now().ok());
+  ASSERT_TRUE(e->compact_now().ok());
+  EXPECT_LE(limited.largest.load(), 32u);
+  e->shutdown();
+  auto e2 = Engine::open(o, &store_, &limited);
+  ASSERT_TRUE(e2.ok());
+  for (auto& [id, s] : ss) expect_readable(*(*e2)->open_stream(id), id, 0, 3, 300);
 }
 
 // A sequential cold reader with read-ahead fetches every data block at most once: the reader

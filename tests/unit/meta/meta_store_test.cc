@@ -1,5 +1,6 @@
-#include "meta/sqlite_meta_store.h"
-
+// The MetaStore suite, run against every implementation: the embedded SQLite store and
+// EtcdMetaStore on a real etcd started by the fixture (etcd_server.h). Revisions are compared
+// relative to the store's revision at the start of a test, since etcd's do not start at 0.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,14 +10,83 @@
 #include <mutex>
 #include <thread>
 
+#include "etcd_server.h"
+#include "meta/etcd_meta_store.h"
+#include "meta/sqlite_meta_store.h"
+
 namespace shale::meta {
 namespace {
 
-std::unique_ptr<SqliteMetaStore> open_mem() {
-  auto r = SqliteMetaStore::open({":memory:", 10000, 10});
-  EXPECT_TRUE(r.ok());
-  return std::move(r).value();
+using testing::EtcdServer;
+
+// One etcd per test process, started on first use, killed at exit.
+EtcdServer* shared_etcd() {
+  static std::unique_ptr<EtcdServer> server;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto s = std::make_unique<EtcdServer>();
+    s->init("default", testing::test_root());
+    if (s->start() && s->wait_healthy()) server = std::move(s);
+  }
+  return server.get();
 }
+
+class MetaStoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "etcd") {
+      ASSERT_FALSE(testing::find_etcd().empty()) << testing::kEtcdMissing;
+      ASSERT_NE(shared_etcd(), nullptr) << "etcd did not start (see its log under /dev/shm)";
+    }
+  }
+  void TearDown() override {
+    if (!sqlite_dir_.empty()) std::filesystem::remove_all(sqlite_dir_);
+  }
+
+  // A fresh, empty store.
+  std::unique_ptr<MetaStore> open_mem() {
+    if (GetParam() == "sqlite") {
+      auto r = SqliteMetaStore::open({":memory:", 10000, 10});
+      EXPECT_TRUE(r.ok());
+      return std::move(r).value();
+    }
+    static int n = 0;
+    ns_ = "t" + std::to_string(getpid()) + "-" + std::to_string(++n) + "/";
+    return open_etcd();
+  }
+  // A store that reopen_persistent() opens again with the same contents.
+  std::unique_ptr<MetaStore> open_persistent() {
+    if (GetParam() == "sqlite") {
+      sqlite_dir_ =
+          std::filesystem::temp_directory_path() / ("shale_meta_" + std::to_string(getpid()));
+      std::filesystem::create_directories(sqlite_dir_);
+      return std::move(SqliteMetaStore::open({(sqlite_dir_ / "meta.db").string()})).value();
+    }
+    return open_mem();
+  }
+  std::unique_ptr<MetaStore> reopen_persistent() {
+    if (GetParam() == "sqlite") {
+      return std::move(SqliteMetaStore::open({(sqlite_dir_ / "meta.db").string()})).value();
+    }
+    return open_etcd();
+  }
+
+ private:
+  std::unique_ptr<MetaStore> open_etcd() {
+    EtcdOptions o;
+    o.endpoints = {shared_etcd()->endpoint()};
+    o.prefix = ns_;
+    auto r = EtcdMetaStore::open(o);
+    EXPECT_TRUE(r.ok()) << r.error().to_string();
+    return std::move(r).value();
+  }
+  std::string ns_;
+  std::filesystem::path sqlite_dir_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Backends, MetaStoreTest, ::testing::Values("sqlite", "etcd"),
+                         [](const auto& info) { return info.param; });
 
 // Collects watch events and lets the test wait for a count without timing assertions.
 struct Collector {
@@ -43,22 +113,22 @@ TEST(PrefixEnd, IncrementsLastByte) {
   EXPECT_EQ(prefix_end(""), std::string(1, '\0'));
 }
 
-TEST(SqliteMetaStore, PutGetRevisions) {
+TEST_P(MetaStoreTest, PutGetRevisions) {
   auto s = open_mem();
-  EXPECT_EQ(*s->revision(), 0);
-  EXPECT_EQ(*s->put("a", "1"), 1);
-  EXPECT_EQ(*s->put("a", "2"), 2);
+  const int64_t base = *s->revision();
+  EXPECT_EQ(*s->put("a", "1"), base + 1);
+  EXPECT_EQ(*s->put("a", "2"), base + 2);
   auto kv = s->get("a");
   ASSERT_TRUE(kv.ok() && kv->has_value());
   EXPECT_EQ((*kv)->value, "2");
-  EXPECT_EQ((*kv)->create_revision, 1);
-  EXPECT_EQ((*kv)->mod_revision, 2);
+  EXPECT_EQ((*kv)->create_revision, base + 1);
+  EXPECT_EQ((*kv)->mod_revision, base + 2);
   EXPECT_FALSE(s->get("b")->has_value());
-  EXPECT_EQ(*s->del("a"), 3);
+  EXPECT_EQ(*s->del("a"), base + 3);
   EXPECT_FALSE(s->get("a")->has_value());
 }
 
-TEST(SqliteMetaStore, CompareAndPut) {
+TEST_P(MetaStoreTest, CompareAndPut) {
   auto s = open_mem();
   Txn create;
   create.compares.push_back({"k", 0});
@@ -78,18 +148,19 @@ TEST(SqliteMetaStore, CompareAndPut) {
   EXPECT_EQ((*s->get("other"))->mod_revision, (*s->get("k"))->mod_revision);
 }
 
-TEST(SqliteMetaStore, FailedTxnChangesNothing) {
+TEST_P(MetaStoreTest, FailedTxnChangesNothing) {
   auto s = open_mem();
   ASSERT_TRUE(s->put("a", "1").ok());
+  const int64_t rev = *s->revision();
   Txn t;
   t.compares.push_back({"a", 999});
   t.ops.push_back(Op::put("b", "2"));
   EXPECT_FALSE(s->commit(t).ok());
   EXPECT_FALSE(s->get("b")->has_value());
-  EXPECT_EQ(*s->revision(), 1);
+  EXPECT_EQ(*s->revision(), rev);
 }
 
-TEST(SqliteMetaStore, RangeAndPrefixAreOrderedAndBinarySafe) {
+TEST_P(MetaStoreTest, RangeAndPrefixAreOrderedAndBinarySafe) {
   auto s = open_mem();
   std::string bin("p/\x00\xff", 4);
   for (auto k : {"p/b", "p/a", "p/c", "q/a", "p"}) ASSERT_TRUE(s->put(k, k).ok());
@@ -108,7 +179,7 @@ TEST(SqliteMetaStore, RangeAndPrefixAreOrderedAndBinarySafe) {
   EXPECT_EQ(everything.size(), 6u);
 }
 
-TEST(SqliteMetaStore, DeletePrefix) {
+TEST_P(MetaStoreTest, DeletePrefix) {
   auto s = open_mem();
   for (auto k : {"x/1", "x/2", "y/1"}) ASSERT_TRUE(s->put(k, "v").ok());
   Txn t;
@@ -118,7 +189,7 @@ TEST(SqliteMetaStore, DeletePrefix) {
   EXPECT_EQ(s->prefix("y/")->size(), 1u);
 }
 
-TEST(SqliteMetaStore, LeaseRevokeDeletesKeys) {
+TEST_P(MetaStoreTest, LeaseRevokeDeletesKeys) {
   auto s = open_mem();
   int64_t l = *s->grant_lease(60000);
   Txn t;
@@ -133,7 +204,7 @@ TEST(SqliteMetaStore, LeaseRevokeDeletesKeys) {
   EXPECT_FALSE(s->commit(bad).ok());
 }
 
-TEST(SqliteMetaStore, LeaseExpiresWithoutKeepAlive) {
+TEST_P(MetaStoreTest, LeaseExpiresWithoutKeepAlive) {
   auto s = open_mem();
   int64_t l = *s->grant_lease(1);
   Txn t;
@@ -148,7 +219,7 @@ TEST(SqliteMetaStore, LeaseExpiresWithoutKeepAlive) {
   (void)put_ok;
 }
 
-TEST(SqliteMetaStore, WatchDeliversInRevisionOrder) {
+TEST_P(MetaStoreTest, WatchDeliversInRevisionOrder) {
   auto s = open_mem();
   Collector c;
   int64_t w = *s->watch("w/", 0, c.cb());
@@ -166,13 +237,13 @@ TEST(SqliteMetaStore, WatchDeliversInRevisionOrder) {
   EXPECT_LT(c.events[0].kv.mod_revision, c.events[1].kv.mod_revision);
 }
 
-TEST(SqliteMetaStore, WatchFromRevisionReplaysHistoryOnce) {
+TEST_P(MetaStoreTest, WatchFromRevisionReplaysHistoryOnce) {
   auto s = open_mem();
-  ASSERT_TRUE(s->put("h/1", "a").ok());  // rev 1
-  ASSERT_TRUE(s->put("h/2", "b").ok());  // rev 2
-  ASSERT_TRUE(s->put("h/3", "c").ok());  // rev 3
+  const int64_t r1 = *s->put("h/1", "a");
+  ASSERT_TRUE(s->put("h/2", "b").ok());
+  ASSERT_TRUE(s->put("h/3", "c").ok());
   Collector c;
-  ASSERT_TRUE(s->watch("h/", 1, c.cb()).ok());  // events after revision 1
+  ASSERT_TRUE(s->watch("h/", r1, c.cb()).ok());  // events after h/1's revision
   ASSERT_TRUE(s->put("h/4", "d").ok());
   ASSERT_TRUE(c.wait_for(3));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
@@ -182,7 +253,7 @@ TEST(SqliteMetaStore, WatchFromRevisionReplaysHistoryOnce) {
   EXPECT_EQ(c.events[2].kv.key, "h/4");
 }
 
-TEST(SqliteMetaStore, WatchSeesLeaseExpiry) {
+TEST_P(MetaStoreTest, WatchSeesLeaseExpiry) {
   auto s = open_mem();
   Collector c;
   ASSERT_TRUE(s->watch("l/", 0, c.cb()).ok());
@@ -196,25 +267,22 @@ TEST(SqliteMetaStore, WatchSeesLeaseExpiry) {
   EXPECT_EQ(c.events[1].type, WatchEvent::Type::kDelete);
 }
 
-TEST(SqliteMetaStore, PersistsAcrossReopen) {
-  auto dir = std::filesystem::temp_directory_path() / ("shale_meta_" + std::to_string(getpid()));
-  std::filesystem::create_directories(dir);
-  std::string path = (dir / "meta.db").string();
+TEST_P(MetaStoreTest, PersistsAcrossReopen) {
+  int64_t rev = 0;
   {
-    auto s = std::move(SqliteMetaStore::open({path})).value();
+    auto s = open_persistent();
     ASSERT_TRUE(s->put("k", "v").ok());
-    ASSERT_TRUE(s->put("k2", "v2").ok());
+    rev = *s->put("k2", "v2");
   }
   {
-    auto s = std::move(SqliteMetaStore::open({path})).value();
-    EXPECT_EQ(*s->revision(), 2);
+    auto s = reopen_persistent();
+    EXPECT_EQ(*s->revision(), rev);
     EXPECT_EQ((*s->get("k2"))->value, "v2");
-    EXPECT_EQ(*s->put("k3", "v3"), 3);
+    EXPECT_EQ(*s->put("k3", "v3"), rev + 1);
   }
-  std::filesystem::remove_all(dir);
 }
 
-TEST(SqliteMetaStore, ConcurrentCompareAndPutCountsExactly) {
+TEST_P(MetaStoreTest, ConcurrentCompareAndPutCountsExactly) {
   auto s = open_mem();
   ASSERT_TRUE(s->put("ctr", "0").ok());
   auto worker = [&] {
