@@ -132,7 +132,10 @@ class EngineImpl final : public Engine {
   void request_upload();
   Status upload_block(const CacheBlock& block);
   bool fits_txn_limit(size_t ops, size_t ranges) const;
-  Status upload_streams(std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data);
+  // One commit's worth of a block's streams (group `group` of block `block_id`, which keys the
+  // reuse of prepared object ids when the same group is retried).
+  Status upload_streams(std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
+                        uint64_t block_id, uint64_t group);
   std::vector<PlannedObject> plan_objects(
       std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data,
       bool all_stream_objects, uint64_t max_stream_set_bytes = 0);
@@ -235,6 +238,7 @@ class EngineImpl final : public Engine {
   // instead of after the store's own retries and timeouts (minutes for a store that hangs).
   std::atomic<int64_t> upload_started_ms_{0};
   uint64_t retry_block_ = 0;
+  uint64_t retry_group_ = 0;
   int64_t retry_first_id_ = 0;
   size_t retry_ids_ = 0;
 

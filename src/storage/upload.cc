@@ -261,18 +261,20 @@ Status EngineImpl::upload_block(const CacheBlock& block) {
   const size_t limit = meta_->max_txn_ops();
   const size_t per_commit = limit == 0 ? SIZE_MAX : std::max<size_t>(1, (limit - 1) / 3);
   std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data;
+  uint64_t group = 0;
   for (auto& [stream, run] : block.streams) {
     data[stream] = {run.epoch, run.records};
     if (data.size() >= per_commit) {
-      SHALE_TRY(upload_streams(std::move(data)));
+      SHALE_TRY(upload_streams(std::move(data), block.id, group++));
       data.clear();
     }
   }
-  return upload_streams(std::move(data));
+  return upload_streams(std::move(data), block.id, group);
 }
 
 Status EngineImpl::upload_streams(
-    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data) {
+    std::map<int64_t, std::pair<int64_t, std::vector<StreamRecord>>> data, uint64_t block_id,
+    uint64_t group) {
   if (data.empty()) return ok_status();
   // Stream-set objects are capped at what one PUT carries, so a block with many streams
   // becomes several objects written in parallel instead of one long multipart upload.
@@ -284,7 +286,8 @@ Status EngineImpl::upload_streams(
   // A retry of the same block reuses the ids prepared by the failed attempt (rewriting an
   // uncommitted object is harmless), so an outage does not pile up prepared ids.
   int64_t first = 0;
-  if (retry_ids_ > 0 && retry_block_ == block.id && retry_ids_ == objs.size()) {
+  if (retry_ids_ > 0 && retry_block_ == block_id && retry_group_ == group &&
+      retry_ids_ == objs.size()) {
     first = retry_first_id_;
   } else {
     auto p = prepare_objects(objs.size(), opts_.prepared_object_ttl_ms);
@@ -293,7 +296,8 @@ Status EngineImpl::upload_streams(
   }
   // Until this block commits, its retries use these ids (if never committed, they expire and
   // are collected).
-  retry_block_ = block.id;
+  retry_block_ = block_id;
+  retry_group_ = group;
   retry_first_id_ = first;
   retry_ids_ = objs.size();
   std::vector<int64_t> ids;
