@@ -59,6 +59,9 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
   add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, &handle_alter_configs);
   add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, &handle_describe_log_dirs);
+  add<GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse>(
+      d, b, 0, &handle_get_telemetry_subscriptions);
+  add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, &handle_push_telemetry);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, &handle_incremental_alter_configs);
 }

@@ -30,6 +30,8 @@
 #include "protocol/generated/describe_log_dirs_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
+#include "protocol/generated/get_telemetry_subscriptions_request.h"
+#include "protocol/generated/get_telemetry_subscriptions_response.h"
 #include "protocol/generated/incremental_alter_configs_request.h"
 #include "protocol/generated/incremental_alter_configs_response.h"
 #include "protocol/generated/init_producer_id_request.h"
@@ -42,6 +44,8 @@
 #include "protocol/generated/offset_for_leader_epoch_response.h"
 #include "protocol/generated/produce_request.h"
 #include "protocol/generated/produce_response.h"
+#include "protocol/generated/push_telemetry_request.h"
+#include "protocol/generated/push_telemetry_response.h"
 
 namespace shale::broker {
 
@@ -52,6 +56,11 @@ namespace shale::broker {
 asio::awaitable<protocol::ProduceResponse> handle_produce(Broker& b, int16_t version,
                                                           protocol::ProduceRequest req,
                                                           net::RequestOrder* order = nullptr);
+// Client telemetry (KIP-714) as a broker without client-metrics subscriptions (telemetry.cc).
+asio::awaitable<protocol::GetTelemetrySubscriptionsResponse> handle_get_telemetry_subscriptions(
+    Broker& b, int16_t version, protocol::GetTelemetrySubscriptionsRequest req);
+asio::awaitable<protocol::PushTelemetryResponse> handle_push_telemetry(
+    Broker& b, int16_t version, protocol::PushTelemetryRequest req);
 asio::awaitable<protocol::FetchResponse> handle_fetch(Broker& b, int16_t version,
                                                       protocol::FetchRequest req);
 asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(

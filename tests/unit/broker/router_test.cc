@@ -164,6 +164,13 @@ TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
   EXPECT_GT((every_version<protocol::DescribeLogDirsRequest, protocol::DescribeLogDirsResponse>(
                 [](int16_t) { return protocol::DescribeLogDirsRequest{}; })),
             0);
+  EXPECT_GT((every_version<protocol::GetTelemetrySubscriptionsRequest,
+                           protocol::GetTelemetrySubscriptionsResponse>(
+                [](int16_t) { return protocol::GetTelemetrySubscriptionsRequest{}; })),
+            0);
+  EXPECT_GT((every_version<protocol::PushTelemetryRequest, protocol::PushTelemetryResponse>(
+                [](int16_t) { return protocol::PushTelemetryRequest{}; })),
+            0);
   int grow = 1;
   EXPECT_GT((every_version<protocol::CreatePartitionsRequest, protocol::CreatePartitionsResponse>(
                 [&](int16_t) {
