@@ -5,7 +5,7 @@ function(shale_unit_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock GTest::gtest_main shale_warnings)
   target_compile_definitions(${name} PRIVATE
-    SHALE_SOURCE_DIR="${SHALE_ROOT}" SHALE_SHARED_DIR="${SHALE_SHARED_DIR}")
+    SHALE_SOURCE_DIR="${SHALE_ROOT}" SHALE_KAFKA_CLIENTS_JAR="${SHALE_KAFKA_CLIENTS_JAR}")
   gtest_discover_tests(${name} PROPERTIES LABELS unit DISCOVERY_TIMEOUT 60)
 endfunction()
 
@@ -18,5 +18,5 @@ function(shale_integration_test name)
   endif()
   add_test(NAME ${name} COMMAND ${ARG_COMMAND})
   set_tests_properties(${name} PROPERTIES LABELS integration TIMEOUT ${ARG_TIMEOUT}
-    ENVIRONMENT "SHALE_BIN=$<TARGET_FILE:shale>;SHALE_SOURCE_DIR=${SHALE_ROOT};SHALE_SHARED_DIR=${SHALE_SHARED_DIR}")
+    ENVIRONMENT "SHALE_BIN=$<TARGET_FILE:shale>;SHALE_SOURCE_DIR=${SHALE_ROOT}")
 endfunction()
