@@ -451,13 +451,6 @@ std::string hex(const unsigned char* p, size_t n) {
   return out;
 }
 
-std::string sha256_hex(const std::string& s) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int n = 0;
-  EVP_Digest(s.data(), s.size(), md, &n, EVP_sha256(), nullptr);
-  return hex(md, n);
-}
-
 std::string hmac_sha256(const std::string& key, const std::string& msg) {
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int n = 0;
