@@ -484,16 +484,16 @@ std::string expected_authorization(const SigV4Request& r) {
   const std::string signed_headers = "host;x-amz-date";
   const std::string canonical_request = std::string("GET\n") + r.canonical_uri + "\n" +
                                         r.canonical_query + "\n" + "host:" + kSigHost + "\n" +
-                                        "x-amz-date:" + kSigTime + "\n\n" + signed_headers +
-                                        "\n" + sha256_hex("");
+                                        "x-amz-date:" + kSigTime + "\n\n" + signed_headers + "\n" +
+                                        sha256_hex("");
   const std::string scope =
       std::string(kSigDate) + "/" + kSigRegion + "/" + kSigService + "/aws4_request";
-  const std::string string_to_sign = std::string("AWS4-HMAC-SHA256\n") + kSigTime + "\n" +
-                                     scope + "\n" + sha256_hex(canonical_request);
+  const std::string string_to_sign = std::string("AWS4-HMAC-SHA256\n") + kSigTime + "\n" + scope +
+                                     "\n" + sha256_hex(canonical_request);
   const std::string sig = hmac_sha256(signing_key(kSigService), string_to_sign);
   return std::string("AWS4-HMAC-SHA256 Credential=") + kSigAccessKey + "/" + scope +
-         ", SignedHeaders=" + signed_headers + ", Signature=" +
-         hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
+         ", SignedHeaders=" + signed_headers +
+         ", Signature=" + hex(reinterpret_cast<const unsigned char*>(sig.data()), sig.size());
 }
 
 TEST(S3Store, SigV4ReferenceSignerMatchesPublishedFigures) {
@@ -523,7 +523,8 @@ TEST(S3Store, LibcurlSignaturesMatchReferenceSigner) {
       {"utf8", "/" + aws_uri_encode("\xe1\x88\xb4", true), "", {"/%E1%88%B4", ""}},
       {"space-and-slash", "/" + aws_uri_encode("a b/c+d", true), "", {"/a%20b/c%2Bd", ""}},
       {"query", "/", "Param1=value1&Param2=value2", {"/", "Param1=value1&Param2=value2"}},
-      {"query-unreserved", "/",
+      {"query-unreserved",
+       "/",
        aws_uri_encode(unreserved, false) + "=" + aws_uri_encode(unreserved, false),
        {"/", unreserved + "=" + unreserved}},
       {"query-reserved", "/", "k=" + aws_uri_encode("a b/c", false), {"/", "k=a%20b%2Fc"}},
@@ -552,8 +553,7 @@ TEST(S3Store, LibcurlSignaturesMatchReferenceSigner) {
     curl_slist_free_all(h);
     auto reqs = srv.requests();
     ASSERT_FALSE(reqs.empty());
-    EXPECT_EQ(reqs.back().headers["authorization"], expected_authorization(c.canonical))
-        << c.name;
+    EXPECT_EQ(reqs.back().headers["authorization"], expected_authorization(c.canonical)) << c.name;
   }
 }
 
