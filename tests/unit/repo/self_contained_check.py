@@ -22,7 +22,7 @@ import sys
 RULES = [
     ("absolute path into a home or work folder",
      re.compile(r"(?<![\w.~-])/(?:wor[k]|hom[e]|roo[t]|User[s])/")),
-    ("the sibling shared/ folder",
+    ("the sibling folder of design briefs and test data",
      re.compile(r"\.\./share[d]\b|(?<![\w.-])share[d]/(?:spe[c]|testdat[a]|kafka-protoco[l]|"
                 r"referenc[e]|hook[s])\b")),
     ("a path above the repository's root",
@@ -40,8 +40,8 @@ MUST_FLAG = [
     "schemas in " + "/" + "work/sha" + "red/kafka-protocol",
     "see " + "/" + "home/alice/notes.md",
     "cd " + "/" + "root/x",
-    "AWS vectors in " + "shared/" + "testdata/sigv4",
-    "design brief " + "shared/" + "spec/storage.md",
+    "AWS vectors in " + "sha" + "red/testdata/sigv4",
+    "design brief " + "sha" + "red/spec/storage.md",
     "set(D ${CMAKE_CURRENT_SOURCE_DIR}/." + "./shared)",
     "set(D ${SHALE_ROOT}/" + "../elsewhere)",
     "/" + "Users/bob/src",
@@ -53,8 +53,8 @@ MUST_FLAG_AT_ROOT = [
 MUST_PASS = [
     "/usr/bin/env python3", "/tmp/x", "/dev/null", "/proc/self/fd", "/sys/block",
     "data.dir=/var/lib/shale", "~/.cache/shale/kafka-4.1.2/libs", "src/protocol/generated/",
-    "${CMAKE_CURRENT_SOURCE_DIR}/../common", "$(dirname \"$0\")/../..", "shared/exclusive locks",
-    "groups/work/queue", "a_work/ b", "shared_ptr", "tests/unit/protocol/README.md",
+    "${CMAKE_CURRENT_SOURCE_DIR}/../common", "$(dirname \"$0\")/../..", "sha" + "red/exclusive locks",
+    "groups/" + "work/queue", "a_work/ b", "shared_ptr", "tests/unit/protocol/README.md",
 ]
 
 
