@@ -516,4 +516,4 @@ def use_python_with_matplotlib():
     deb = "/usr/bin/python3"
     if os.path.realpath(sys.executable) != os.path.realpath(deb) and os.path.exists(deb):
         os.execv(deb, [deb] + sys.argv)
-    sys.exit("matplotlib is missing: install Debian's python3-matplotlib (scripts/setup)")
+    sys.exit("matplotlib is missing: install Debian's python3-matplotlib (scripts/setup --test)")

@@ -102,7 +102,7 @@ class Config {
   // "log.segment.bytes (server.properties:12)".
   const std::vector<std::string>& ignored_keys() const { return ignored_; }
 
-  // AutoMQ's automatic memory sizing (storage.md §4.5) for keys left at -1: with
+  // AutoMQ's automatic memory sizing (docs/storage.md) for keys left at -1: with
   // M = min(75% of RAM, 32 GiB) / 2 (AutoMQ: half the heap, heap = min(75% RAM, 32 GiB)),
   // s3.wal.cache.size = max(M/3, (M - 3 GiB) * 2/3), s3.block.cache.size = max(M/6, (M - 3 GiB)/3),
   // s3.wal.upload.threshold = min(wal cache / 3, 500 MiB).

@@ -8,14 +8,17 @@ namespace shale::broker {
 namespace {
 
 // Adapts a handler of handlers.h (request by value, response always produced) to the
-// dispatcher's signature. Only plain pointers are captured: the lambdas live in the dispatcher
+// dispatcher's signature. Every API names its highest version explicitly rather than the
+// schema's: the schemas (kafka-clients jar, tools/codegen/kafka-clients.pin) gain versions the
+// handlers do not implement (e.g. Produce v13 names topics by id only), and updating the pin
+// must not advertise them. Only plain pointers are captured: the lambdas live in the dispatcher
 // for the life of the process, and GCC 12 mishandles non-trivial captures across co_await.
 template <typename Req, typename Resp>
-void add(Dispatcher& d, Broker& b, int16_t min_version,
+void add(Dispatcher& d, Broker& b, int16_t min_version, int16_t max_version,
          asio::awaitable<Resp> (*fn)(Broker&, int16_t, Req)) {
   Broker* bp = &b;
   d.add<Req, Resp>(
-      min_version, Req::kMaxVersion,
+      min_version, max_version,
       [bp, fn](const RequestContext& ctx, Req& req) -> asio::awaitable<std::optional<Resp>> {
         Resp resp = co_await fn(*bp, ctx.version(), std::move(req));
         co_return std::optional<Resp>(std::move(resp));
@@ -29,7 +32,7 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   Broker* bp = &b;
   // Produce: acks=0 gets no response, but the appends still happen.
   d.add<ProduceRequest, ProduceResponse>(
-      3, ProduceRequest::kMaxVersion,
+      3, 11,
       [bp](const RequestContext& ctx,
            ProduceRequest& req) -> asio::awaitable<std::optional<ProduceResponse>> {
         const bool no_response = req.acks == 0;
@@ -38,32 +41,32 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
         if (no_response) co_return std::nullopt;
         co_return std::optional<ProduceResponse>(std::move(resp));
       });
-  add<FetchRequest, FetchResponse>(d, b, 4, &handle_fetch);
-  add<ListOffsetsRequest, ListOffsetsResponse>(d, b, 1, &handle_list_offsets);
+  add<FetchRequest, FetchResponse>(d, b, 4, 17, &handle_fetch);
+  add<ListOffsetsRequest, ListOffsetsResponse>(d, b, 1, 10, &handle_list_offsets);
   d.add<MetadataRequest, MetadataResponse>(
-      0, MetadataRequest::kMaxVersion,
+      0, 12,
       [bp](const RequestContext& ctx,
            MetadataRequest& req) -> asio::awaitable<std::optional<MetadataResponse>> {
         MetadataResponse resp =
             co_await handle_metadata(*bp, ctx.version(), std::move(req), ctx.conn.listener);
         co_return std::optional<MetadataResponse>(std::move(resp));
       });
-  add<CreateTopicsRequest, CreateTopicsResponse>(d, b, 2, &handle_create_topics);
-  add<DeleteTopicsRequest, DeleteTopicsResponse>(d, b, 1, &handle_delete_topics);
-  add<DeleteRecordsRequest, DeleteRecordsResponse>(d, b, 0, &handle_delete_records);
-  add<InitProducerIdRequest, InitProducerIdResponse>(d, b, 0, &handle_init_producer_id);
-  add<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(d, b, 2,
+  add<CreateTopicsRequest, CreateTopicsResponse>(d, b, 2, 7, &handle_create_topics);
+  add<DeleteTopicsRequest, DeleteTopicsResponse>(d, b, 1, 6, &handle_delete_topics);
+  add<DeleteRecordsRequest, DeleteRecordsResponse>(d, b, 0, 2, &handle_delete_records);
+  add<InitProducerIdRequest, InitProducerIdResponse>(d, b, 0, 5, &handle_init_producer_id);
+  add<OffsetForLeaderEpochRequest, OffsetForLeaderEpochResponse>(d, b, 2, 4,
                                                                  &handle_offset_for_leader_epoch);
-  add<CreatePartitionsRequest, CreatePartitionsResponse>(d, b, 0, &handle_create_partitions);
-  add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, &handle_describe_configs);
-  add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, &handle_describe_cluster);
-  add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, &handle_alter_configs);
-  add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, &handle_describe_log_dirs);
+  add<CreatePartitionsRequest, CreatePartitionsResponse>(d, b, 0, 3, &handle_create_partitions);
+  add<DescribeConfigsRequest, DescribeConfigsResponse>(d, b, 1, 4, &handle_describe_configs);
+  add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, 1, &handle_describe_cluster);
+  add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, 2, &handle_alter_configs);
+  add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, 4, &handle_describe_log_dirs);
   add<GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse>(
-      d, b, 0, &handle_get_telemetry_subscriptions);
-  add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, &handle_push_telemetry);
+      d, b, 0, 0, &handle_get_telemetry_subscriptions);
+  add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, 0, &handle_push_telemetry);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
-      d, b, 0, &handle_incremental_alter_configs);
+      d, b, 0, 1, &handle_incremental_alter_configs);
 }
 
 }  // namespace shale::broker

@@ -60,11 +60,7 @@ void describe_topic(Broker& b, const Topic& t, const protocol::DescribeConfigsRe
       c.value = d.value;
       source = d.source;
     }
-    if (version == 0) {
-      c.is_default = source == kSourceDefault;
-    } else {
-      c.config_source = source;
-    }
+    c.config_source = source;  // v0's IsDefault went with v0 (Kafka 4, KIP-896)
     if (version >= 1 && req.include_synonyms) {
       // Kafka's order: topic override, dynamic (this broker, every broker), static, default.
       if (it != t.configs.end()) c.synonyms.push_back({key.name, it->second, kSourceTopic});
@@ -159,13 +155,9 @@ void describe_broker(Broker& b, const protocol::DescribeConfigsRequest& req,
     c.name = row.name;
     c.value = layers.front().first;
     c.read_only = !dynamic;
-    if (version == 0) {
-      c.is_default = layers.front().second == kSourceDefault;
-    } else {
-      c.config_source = layers.front().second;
-      if (req.include_synonyms) {
-        for (const auto& [value, source] : layers) c.synonyms.push_back({row.name, value, source});
-      }
+    c.config_source = layers.front().second;
+    if (req.include_synonyms) {
+      for (const auto& [value, source] : layers) c.synonyms.push_back({row.name, value, source});
     }
     if (version >= 3) {
       c.config_type = config_type(row.type);

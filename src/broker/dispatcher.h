@@ -7,7 +7,7 @@
 // a handler for it is registered, with exactly the version range it was registered with (capped
 // at the highest stable version of the schema). Adding an API = one add<Req, Resp>() call.
 //
-// Bad input (architecture.md §7): an unknown API key, an API without a handler, an unsupported
+// Bad input: an unknown API key, an API without a handler, an unsupported
 // version or an undecodable header or body closes that connection, logged at most once per
 // 10 s per kind. The exception is ApiVersions at an unsupported version, which gets Kafka's
 // answer: a v0 response with UNSUPPORTED_VERSION and the supported ranges, so that a newer

@@ -352,7 +352,7 @@ asio::awaitable<protocol::OffsetCommitResponse> GroupHandlers::offset_commit(
       cp.partition = p.partition_index;
       cp.offset = p.committed_offset;
       cp.leader_epoch = info.version >= 6 ? p.committed_leader_epoch : -1;
-      cp.commit_timestamp_ms = info.version == 1 ? p.commit_timestamp : -1;
+      // commit_timestamp_ms stays -1: v1's CommitTimestamp went with v0-1 (Kafka 4, KIP-896).
       cp.metadata = p.committed_metadata;
       ct.partitions.push_back(std::move(cp));
     }

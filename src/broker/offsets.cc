@@ -117,11 +117,6 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
           break;
         }
       }
-      if (version == 0) {
-        pr.old_style_offsets = {pr.offset};
-        pr.offset = -1;
-        pr.timestamp = -1;
-      }
     }
   }
   co_return resp;

@@ -1,8 +1,8 @@
 // Plain request and result structs of the classic group APIs (JoinGroup, SyncGroup, Heartbeat,
 // LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete, ListGroups, DescribeGroups,
 // DeleteGroups, FindCoordinator). They carry exactly what the Kafka messages carry (see
-// shared/kafka-protocol/<Api>Request.json) so that the broker's handlers only copy fields
-// between these and the generated codecs; the coordinator never sees wire bytes.
+// <Api>Request.json in the kafka-clients jar, docs/protocol.md) so that the broker's handlers
+// only copy fields between these and the generated codecs; the coordinator never sees wire bytes.
 //
 // Conventions: a Kafka nullable string is std::optional<std::string>; Kafka `bytes` are
 // std::string (opaque, may contain NULs); error codes are Kafka's int16 values (errors.h).

@@ -1,6 +1,6 @@
 // http::Server: the broker's HTTP listener (`http.listeners`), off the Kafka port, for
 // Prometheus scrapes (/metrics) and, later, the web console. Requests are parsed and answered
-// by Boost.Beast (docs/decisions.md D7); a route is a function from the request's target to a
+// by Boost.Beast (docs/decisions.md D6); a route is a function from the request's target to a
 // response. GET and HEAD only; anything else is 405, an unknown path 404.
 //
 // Threads: one thread of its own runs the listeners and connections (a Boost.Asio

@@ -1,4 +1,4 @@
-// ShardPool: the broker's event-loop threads ("shards", architecture.md §3). Each shard is one
+// ShardPool: the broker's event-loop threads ("shards", docs/broker.md). Each shard is one
 // thread running its own asio::io_context; state owned by a shard is touched only on that
 // thread, so the data path needs no locks. Work for another shard is posted to its executor
 // and, from a coroutine, awaited with run_on().

@@ -1,5 +1,5 @@
 // PosixStore: an ObjectStore in a directory on a local disk or an NFS mount shared by several
-// brokers (AutoMQ's LocalFileObjectStorage pattern, storage.md §9).
+// brokers (AutoMQ's LocalFileObjectStorage pattern, docs/objstore.md).
 //
 // Layout: key "a/b/c" is the file <root>/a/b/c ('/' in keys maps to directories, so listing a
 // prefix walks only the directories under it). Temporary files live in <root>/.shale-tmp/, on

@@ -1,4 +1,4 @@
-// BlockCache: data blocks read from objects, for catch-up reads (brief §4.3), bounded by
+// BlockCache: data blocks read from objects, for catch-up reads (docs/storage.md), bounded by
 // s3.block.cache.size.
 //
 // - Single flight: concurrent requests for the same (object, block) share one ranged GET,

@@ -1,4 +1,4 @@
-// Compaction and garbage collection (brief §6): stream-set object compaction with split into
+// Compaction and garbage collection (docs/storage.md): stream-set object compaction with split into
 // stream objects, stream-object merging, and the object lifecycle
 // PREPARED -> COMMITTED -> MARKED_FOR_DELETION -> deleted (after a grace delay).
 #include <set>
@@ -106,7 +106,7 @@ Status EngineImpl::collect_garbage() {
 }
 
 // Merges this node's stream-set objects: streams with enough data move to stream objects, the
-// rest are packed into one new stream-set object (brief §6.1).
+// rest are packed into one new stream-set object (docs/storage.md, Compaction).
 Status EngineImpl::compact_stream_set_objects() {
   auto objs = meta_->prefix(keys_.objects());
   if (!objs.ok()) return std::move(objs).error();
@@ -130,7 +130,7 @@ Status EngineImpl::compact_stream_set_objects() {
   return rewrite_objects(sources, false);
 }
 
-// Merges runs of small stream objects of one stream into one (brief §6.2, physical merge).
+// Merges runs of small stream objects of one stream into one (physical merge; docs/storage.md).
 Status EngineImpl::merge_stream_objects() {
   auto objs = meta_->prefix(keys_.objects());
   if (!objs.ok()) return std::move(objs).error();

@@ -1,5 +1,5 @@
-// FileWal: the WAL as a preallocated ring file (brief §3.3, simplified as its Shale notes
-// suggest; format in docs/formats.md, reasoning in docs/storage.md).
+// FileWal: the WAL as a preallocated ring file (simplified from AutoMQ's block WAL;
+// format in docs/formats.md, reasoning in docs/storage.md).
 //
 // Layout: two 4 KiB header slots (A at 0, B at 4096; written alternately, newest valid wins),
 // then a ring of (capacity - 8192) bytes. Logical offset o lives at 8192 + o % ring. Each

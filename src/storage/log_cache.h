@@ -1,5 +1,5 @@
 // LogCache: every record that is durable in the WAL, newest last, until it has been uploaded
-// and the space is needed (brief §4.1). It is both the tail-read cache and the upload staging
+// and the space is needed (docs/storage.md). It is both the tail-read cache and the upload staging
 // area: a FIFO of blocks; only the last ("active") block takes records; a full active block is
 // sealed and handed to the uploader; uploaded blocks are evicted from the head when the cache
 // passes 90 % of its capacity.

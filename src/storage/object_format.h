@@ -1,5 +1,5 @@
 // The object format shared by stream-set objects (many streams) and stream objects (one
-// stream), after AutoMQ's (brief §5.4) with CRC32C added; the byte layout is in
+// stream), after AutoMQ's with CRC32C added; the byte layout is in
 // docs/formats.md:
 //   [data block]...[data block][index block][footer 48 B]
 // A data block holds consecutive records of one stream (about object_block_size bytes); the

@@ -1,4 +1,4 @@
-// ObjectWal: the WAL kept in the object store, for diskless deployments (brief §3.4,
+// ObjectWal: the WAL kept in the object store, for diskless deployments (docs/storage.md,
 // s3.wal.path=object://<prefix>). Records are batched (by batch_interval_ms or batch_bytes)
 // and each batch becomes one object:
 //   key  <prefix>/<node>/<node epoch:016x>/<start:016x>

@@ -1,5 +1,5 @@
 // The stream record encoding, used unchanged as the WAL record body and inside object data
-// blocks (brief §2.2; Shale adds no fields). Layout, all big-endian:
+// blocks (as AutoMQ's; Shale adds no fields). Layout, all big-endian:
 //   magic 0x22 (1) | stream id (8) | epoch (8) | base offset (8) | count (4) | length (4) | payload
 // Thread-safety: pure functions.
 #pragma once

@@ -1,4 +1,4 @@
-// Wal: the contract shared by the file (ring) WAL and the object-store WAL (brief §3.1).
+// Wal: the contract shared by the file (ring) WAL and the object-store WAL (docs/storage.md).
 //
 // Records are opaque byte strings (encoded stream records). Each gets a logical, ever-growing
 // WAL offset; `end` of a record is the logical offset just past it. The engine trims by `end`

@@ -1,4 +1,4 @@
-// Avro payloads for --value-schema / --values-file (spec §2.3 "Avro mode"), on avro-c and
+// Avro payloads for --value-schema / --values-file (docs/perf-tool.md), on avro-c and
 // jansson: parsing the schema, random values generated from it the way PerfCommand's
 // schemaRandomPayloads does, values read from Avro-JSON lines (the encoding Java's JsonDecoder
 // reads: unions as {"branch-type": value}, bytes and fixed as ISO-8859-1 strings), Avro binary

@@ -1,5 +1,5 @@
 // Kafka Java-client property names (what AutoMQ's tool users pass with -P/-C/-F/--common-configs)
-// translated to librdkafka's, plus the Java 3.9 defaults the original relies on (spec §4):
+// translated to librdkafka's, plus the Java 3.9 defaults the original relies on:
 // common configs first, then -P/-C, then the tool's forced keys. Properties that shape the
 // tool's own behaviour (batch.size for partition switching, max.block.ms, max.poll.records) are
 // returned separately. Pure functions; an unknown property is reported by librdkafka itself when

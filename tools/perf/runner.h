@@ -1,5 +1,5 @@
-// The run algorithm of AutoMQ's PerfCommand (spec §2): topics, consumers before producers,
-// readiness probe, warmup ramp, tail-read or catch-up measured phase, result file.
+// The run algorithm of AutoMQ's PerfCommand (docs/perf-tool.md): topics, consumers first,
+// then producers, readiness probe, warmup ramp, tail-read or catch-up phase, result file.
 // Runs on the calling (control) thread; owns every client, sending thread and consumer thread
 // it starts, and stops them all before returning.
 #pragma once

@@ -13,10 +13,6 @@ enum class ApiKey : int16_t {
   kFetch = 1,
   kListOffsets = 2,
   kMetadata = 3,
-  kLeaderAndIsr = 4,
-  kStopReplica = 5,
-  kUpdateMetadata = 6,
-  kControlledShutdown = 7,
   kOffsetCommit = 8,
   kOffsetFetch = 9,
   kFindCoordinator = 10,
@@ -83,7 +79,7 @@ enum class ApiKey : int16_t {
   kGetTelemetrySubscriptions = 71,
   kPushTelemetry = 72,
   kAssignReplicasToDirs = 73,
-  kListClientMetricsResources = 74,
+  kListConfigResources = 74,
   kDescribeTopicPartitions = 75,
   kShareGroupHeartbeat = 76,
   kShareGroupDescribe = 77,
@@ -97,6 +93,11 @@ enum class ApiKey : int16_t {
   kWriteShareGroupState = 85,
   kDeleteShareGroupState = 86,
   kReadShareGroupStateSummary = 87,
+  kStreamsGroupHeartbeat = 88,
+  kStreamsGroupDescribe = 89,
+  kDescribeShareGroupOffsets = 90,
+  kAlterShareGroupOffsets = 91,
+  kDeleteShareGroupOffsets = 92,
 };
 
 // Listener kinds that serve an API (the schema's `listeners`).
@@ -134,7 +135,7 @@ const ApiInfo* find_api(int16_t key);
 inline const ApiInfo* find_api(ApiKey key) { return find_api(static_cast<int16_t>(key)); }
 const char* api_name(ApiKey key);
 // Header versions for a request/response of (key, version): request v1 (non-flexible) or
-// v2 (flexible), v0 only for ControlledShutdown v0; response v0 or v1, except that
+// v2 (flexible); response v0 or v1, except that
 // ApiVersions responses always use v0 (KIP-511). Unknown keys get the non-flexible header.
 int16_t request_header_version(ApiKey key, int16_t version);
 int16_t response_header_version(ApiKey key, int16_t version);

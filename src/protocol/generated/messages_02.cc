@@ -2,21 +2,21 @@
 #include <string>
 
 #include "protocol/generated/add_offsets_to_txn_request.h"
-#include "protocol/generated/alter_replica_log_dirs_request.h"
-#include "protocol/generated/alter_user_scram_credentials_request.h"
-#include "protocol/generated/assign_replicas_to_dirs_request.h"
-#include "protocol/generated/consumer_group_heartbeat_response.h"
-#include "protocol/generated/delete_acls_response.h"
-#include "protocol/generated/delete_share_group_state_response.h"
-#include "protocol/generated/expire_delegation_token_request.h"
-#include "protocol/generated/get_telemetry_subscriptions_request.h"
-#include "protocol/generated/leave_group_response.h"
-#include "protocol/generated/list_groups_response.h"
-#include "protocol/generated/offset_commit_request.h"
-#include "protocol/generated/renew_delegation_token_response.h"
-#include "protocol/generated/snapshot_footer_record.h"
-#include "protocol/generated/update_metadata_request.h"
-#include "protocol/generated/voters_record.h"
+#include "protocol/generated/allocate_producer_ids_response.h"
+#include "protocol/generated/consumer_group_describe_request.h"
+#include "protocol/generated/create_topics_request.h"
+#include "protocol/generated/create_topics_response.h"
+#include "protocol/generated/describe_groups_response.h"
+#include "protocol/generated/describe_quorum_request.h"
+#include "protocol/generated/end_txn_marker.h"
+#include "protocol/generated/fetch_request.h"
+#include "protocol/generated/get_telemetry_subscriptions_response.h"
+#include "protocol/generated/heartbeat_response.h"
+#include "protocol/generated/offset_commit_response.h"
+#include "protocol/generated/produce_request.h"
+#include "protocol/generated/sync_group_response.h"
+#include "protocol/generated/txn_offset_commit_response.h"
+#include "protocol/generated/write_txn_markers_response.h"
 
 namespace shale::protocol {
 
@@ -71,21 +71,12 @@ size_t AddOffsetsToTxnRequest::encoded_size(int16_t version) const {
   return counter.size();
 }
 
-void AlterReplicaLogDirsRequest::AlterReplicaLogDirTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _r.read_string(this->name, flex);
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->partitions;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.push_back(_r.read_i32());
-      }
-    }
-  }
+void AllocateProducerIdsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  this->throttle_time_ms = _r.read_i32();
+  this->error_code = _r.read_i16();
+  this->producer_id_start = _r.read_i64();
+  this->producer_id_len = _r.read_i32();
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
     for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
@@ -97,201 +88,55 @@ void AlterReplicaLogDirsRequest::AlterReplicaLogDirTopic::read(::shale::protocol
   }
 }
 
-void AlterReplicaLogDirsRequest::AlterReplicaLogDirTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_string(this->name, flex);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
-    for (const auto& _e : this->partitions) {
-      _w.write_i32(_e);
-    }
-  }
+void AllocateProducerIdsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_i32(this->throttle_time_ms);
+  _w.write_i16(this->error_code);
+  _w.write_i64(this->producer_id_start);
+  _w.write_i32(this->producer_id_len);
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-void AlterReplicaLogDirsRequest::AlterReplicaLogDir::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _r.read_string(this->path, flex);
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->topics;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AlterReplicaLogDirsRequest::AlterReplicaLogDir::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_string(this->path, flex);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
-    for (const auto& _e : this->topics) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AlterReplicaLogDirsRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->dirs;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AlterReplicaLogDirsRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  {
-    _w.write_array_len(static_cast<int64_t>(this->dirs.size()), flex);
-    for (const auto& _e : this->dirs) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status AlterReplicaLogDirsRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+::shale::Status AllocateProducerIdsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AlterReplicaLogDirsRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "AllocateProducerIdsResponse version " + std::to_string(version));
   }
-  *this = AlterReplicaLogDirsRequest();
+  *this = AllocateProducerIdsResponse();
   read(r, version);
   return r.status();
 }
 
-::shale::Status AlterReplicaLogDirsRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status AllocateProducerIdsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AlterReplicaLogDirsRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "AllocateProducerIdsResponse version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t AlterReplicaLogDirsRequest::encoded_size(int16_t version) const {
+size_t AllocateProducerIdsResponse::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();
 }
 
-void AlterUserScramCredentialsRequest::ScramCredentialDeletion::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  _r.read_string(this->name, flex);
-  this->mechanism = _r.read_i8();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AlterUserScramCredentialsRequest::ScramCredentialDeletion::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_string(this->name, flex);
-  _w.write_i8(this->mechanism);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AlterUserScramCredentialsRequest::ScramCredentialUpsertion::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  _r.read_string(this->name, flex);
-  this->mechanism = _r.read_i8();
-  this->iterations = _r.read_i32();
-  _r.read_bytes(this->salt, flex);
-  _r.read_bytes(this->salted_password, flex);
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AlterUserScramCredentialsRequest::ScramCredentialUpsertion::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_string(this->name, flex);
-  _w.write_i8(this->mechanism);
-  _w.write_i32(this->iterations);
-  _w.write_bytes(this->salt, flex);
-  _w.write_bytes(this->salted_password, flex);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AlterUserScramCredentialsRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+void ConsumerGroupDescribeRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
   [[maybe_unused]] const bool flex = true;
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
-      auto& _vec = this->deletions;
+      auto& _vec = this->group_ids;
       _vec.clear();
       // Grow as elements arrive: a forged count must not allocate up front.
       _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
       for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
+        _r.read_string(_vec.emplace_back(), flex);
       }
     }
   }
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->upsertions;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
+  this->include_authorized_operations = _r.read_bool();
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
     for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
@@ -303,222 +148,50 @@ void AlterUserScramCredentialsRequest::read(::shale::protocol::Reader& _r, [[may
   }
 }
 
-void AlterUserScramCredentialsRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+void ConsumerGroupDescribeRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
   [[maybe_unused]] const bool flex = true;
   {
-    _w.write_array_len(static_cast<int64_t>(this->deletions.size()), flex);
-    for (const auto& _e : this->deletions) {
-      _e.write(_w, _ver);
+    _w.write_array_len(static_cast<int64_t>(this->group_ids.size()), flex);
+    for (const auto& _e : this->group_ids) {
+      _w.write_string(_e, flex);
     }
   }
-  {
-    _w.write_array_len(static_cast<int64_t>(this->upsertions.size()), flex);
-    for (const auto& _e : this->upsertions) {
-      _e.write(_w, _ver);
-    }
-  }
+  _w.write_bool(this->include_authorized_operations);
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-::shale::Status AlterUserScramCredentialsRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+::shale::Status ConsumerGroupDescribeRequest::decode(::shale::protocol::Reader& r, int16_t version) {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AlterUserScramCredentialsRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "ConsumerGroupDescribeRequest version " + std::to_string(version));
   }
-  *this = AlterUserScramCredentialsRequest();
+  *this = ConsumerGroupDescribeRequest();
   read(r, version);
   return r.status();
 }
 
-::shale::Status AlterUserScramCredentialsRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status ConsumerGroupDescribeRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AlterUserScramCredentialsRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "ConsumerGroupDescribeRequest version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t AlterUserScramCredentialsRequest::encoded_size(int16_t version) const {
+size_t ConsumerGroupDescribeRequest::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();
 }
 
-void AssignReplicasToDirsRequest::PartitionData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
+void CreateTopicsRequest::CreatableReplicaAssignment::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
   this->partition_index = _r.read_i32();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AssignReplicasToDirsRequest::PartitionData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i32(this->partition_index);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AssignReplicasToDirsRequest::TopicData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->topic_id = _r.read_uuid();
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
-      auto& _vec = this->partitions;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AssignReplicasToDirsRequest::TopicData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_uuid(this->topic_id);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
-    for (const auto& _e : this->partitions) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AssignReplicasToDirsRequest::DirectoryData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->id = _r.read_uuid();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->topics;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AssignReplicasToDirsRequest::DirectoryData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_uuid(this->id);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
-    for (const auto& _e : this->topics) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void AssignReplicasToDirsRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->broker_id = _r.read_i32();
-  this->broker_epoch = _r.read_i64();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->directories;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void AssignReplicasToDirsRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i32(this->broker_id);
-  _w.write_i64(this->broker_epoch);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->directories.size()), flex);
-    for (const auto& _e : this->directories) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status AssignReplicasToDirsRequest::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AssignReplicasToDirsRequest version " + std::to_string(version));
-  }
-  *this = AssignReplicasToDirsRequest();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status AssignReplicasToDirsRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "AssignReplicasToDirsRequest version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t AssignReplicasToDirsRequest::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void ConsumerGroupHeartbeatResponse::TopicPartitions::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->topic_id = _r.read_uuid();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->partitions;
+      auto& _vec = this->broker_ids;
       _vec.clear();
       // Grow as elements arrive: a forged count must not allocate up front.
       _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
@@ -538,12 +211,12 @@ void ConsumerGroupHeartbeatResponse::TopicPartitions::read(::shale::protocol::Re
   }
 }
 
-void ConsumerGroupHeartbeatResponse::TopicPartitions::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_uuid(this->topic_id);
+void CreateTopicsRequest::CreatableReplicaAssignment::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_i32(this->partition_index);
   {
-    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
-    for (const auto& _e : this->partitions) {
+    _w.write_array_len(static_cast<int64_t>(this->broker_ids.size()), flex);
+    for (const auto& _e : this->broker_ids) {
       _w.write_i32(_e);
     }
   }
@@ -552,12 +225,51 @@ void ConsumerGroupHeartbeatResponse::TopicPartitions::write(::shale::protocol::W
   }
 }
 
-void ConsumerGroupHeartbeatResponse::Assignment::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
+void CreateTopicsRequest::CreatableTopicConfig::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _r.read_string(this->name, flex);
+  _r.read_nullable_string(this->value, flex, true);
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void CreateTopicsRequest::CreatableTopicConfig::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_string(this->name, flex);
+  _w.write_nullable_string(this->value, flex, true, "CreateTopicsRequest.Value");
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void CreateTopicsRequest::CreatableTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _r.read_string(this->name, flex);
+  this->num_partitions = _r.read_i32();
+  this->replication_factor = _r.read_i16();
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
-      auto& _vec = this->topic_partitions;
+      auto& _vec = this->assignments;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->configs;
       _vec.clear();
       // Grow as elements arrive: a forged count must not allocate up front.
       _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
@@ -577,11 +289,20 @@ void ConsumerGroupHeartbeatResponse::Assignment::read(::shale::protocol::Reader&
   }
 }
 
-void ConsumerGroupHeartbeatResponse::Assignment::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
+void CreateTopicsRequest::CreatableTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_string(this->name, flex);
+  _w.write_i32(this->num_partitions);
+  _w.write_i16(this->replication_factor);
   {
-    _w.write_array_len(static_cast<int64_t>(this->topic_partitions.size()), flex);
-    for (const auto& _e : this->topic_partitions) {
+    _w.write_array_len(static_cast<int64_t>(this->assignments.size()), flex);
+    for (const auto& _e : this->assignments) {
+      _e.write(_w, _ver);
+    }
+  }
+  {
+    _w.write_array_len(static_cast<int64_t>(this->configs.size()), flex);
+    for (const auto& _e : this->configs) {
       _e.write(_w, _ver);
     }
   }
@@ -590,510 +311,157 @@ void ConsumerGroupHeartbeatResponse::Assignment::write(::shale::protocol::Writer
   }
 }
 
-void ConsumerGroupHeartbeatResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->throttle_time_ms = _r.read_i32();
+void CreateTopicsRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  this->timeout_ms = _r.read_i32();
+  this->validate_only = _r.read_bool();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void CreateTopicsRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
+  }
+  _w.write_i32(this->timeout_ms);
+  _w.write_bool(this->validate_only);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status CreateTopicsRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "CreateTopicsRequest version " + std::to_string(version));
+  }
+  *this = CreateTopicsRequest();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status CreateTopicsRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "CreateTopicsRequest version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t CreateTopicsRequest::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void CreateTopicsResponse::CreatableTopicConfigs::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  if (_ver >= 5) {
+    _r.read_string(this->name, flex);
+  }
+  if (_ver >= 5) {
+    _r.read_nullable_string(this->value, flex, _ver >= 5);
+  }
+  if (_ver >= 5) {
+    this->read_only = _r.read_bool();
+  }
+  if (_ver >= 5) {
+    this->config_source = _r.read_i8();
+  }
+  if (_ver >= 5) {
+    this->is_sensitive = _r.read_bool();
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void CreateTopicsResponse::CreatableTopicConfigs::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  if (_ver >= 5) {
+    _w.write_string(this->name, flex);
+  }
+  if (!(_ver >= 5) && !(this->name == std::string{})) {
+    _w.fail("CreateTopicsResponse.Name: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 5) {
+    _w.write_nullable_string(this->value, flex, _ver >= 5, "CreateTopicsResponse.Value");
+  }
+  if (!(_ver >= 5) && !(this->value == std::optional<std::string>{std::in_place})) {
+    _w.fail("CreateTopicsResponse.Value: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 5) {
+    _w.write_bool(this->read_only);
+  }
+  if (!(_ver >= 5) && !(this->read_only == bool{})) {
+    _w.fail("CreateTopicsResponse.ReadOnly: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 5) {
+    _w.write_i8(this->config_source);
+  }
+  if (_ver >= 5) {
+    _w.write_bool(this->is_sensitive);
+  }
+  if (!(_ver >= 5) && !(this->is_sensitive == bool{})) {
+    _w.fail("CreateTopicsResponse.IsSensitive: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void CreateTopicsResponse::CreatableTopicResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _r.read_string(this->name, flex);
+  if (_ver >= 7) {
+    this->topic_id = _r.read_uuid();
+  }
   this->error_code = _r.read_i16();
   _r.read_nullable_string(this->error_message, flex, true);
-  _r.read_nullable_string(this->member_id, flex, true);
-  this->member_epoch = _r.read_i32();
-  this->heartbeat_interval_ms = _r.read_i32();
-  if (true) {
-    if (_r.read_i8() < 0) {
-      this->assignment.reset();
-    } else {
-      this->assignment.emplace().read(_r, _ver);
-    }
-  } else {
-    this->assignment.emplace().read(_r, _ver);
+  if (_ver >= 5 && !(_ver >= 5)) {
+    this->topic_config_error_code = _r.read_i16();
   }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
+  if (_ver >= 5) {
+    this->num_partitions = _r.read_i32();
   }
-}
-
-void ConsumerGroupHeartbeatResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i32(this->throttle_time_ms);
-  _w.write_i16(this->error_code);
-  _w.write_nullable_string(this->error_message, flex, true, "ConsumerGroupHeartbeatResponse.ErrorMessage");
-  _w.write_nullable_string(this->member_id, flex, true, "ConsumerGroupHeartbeatResponse.MemberId");
-  _w.write_i32(this->member_epoch);
-  _w.write_i32(this->heartbeat_interval_ms);
-  if (true) {
-    if (this->assignment) {
-      _w.write_i8(1);
-      this->assignment->write(_w, _ver);
-    } else {
-      _w.write_i8(-1);
-    }
-  } else if (!this->assignment) {
-    _w.fail(std::string("null value for non-nullable field ") + "ConsumerGroupHeartbeatResponse.Assignment");
-  } else {
-    this->assignment->write(_w, _ver);
+  if (_ver >= 5) {
+    this->replication_factor = _r.read_i16();
   }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status ConsumerGroupHeartbeatResponse::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ConsumerGroupHeartbeatResponse version " + std::to_string(version));
-  }
-  *this = ConsumerGroupHeartbeatResponse();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status ConsumerGroupHeartbeatResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ConsumerGroupHeartbeatResponse version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t ConsumerGroupHeartbeatResponse::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void DeleteAclsResponse::DeleteAclsMatchingAcl::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  this->error_code = _r.read_i16();
-  _r.read_nullable_string(this->error_message, flex, true);
-  this->resource_type = _r.read_i8();
-  _r.read_string(this->resource_name, flex);
-  if (_ver >= 1) {
-    this->pattern_type = _r.read_i8();
-  }
-  _r.read_string(this->principal, flex);
-  _r.read_string(this->host, flex);
-  this->operation = _r.read_i8();
-  this->permission_type = _r.read_i8();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteAclsResponse::DeleteAclsMatchingAcl::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_i16(this->error_code);
-  _w.write_nullable_string(this->error_message, flex, true, "DeleteAclsResponse.ErrorMessage");
-  _w.write_i8(this->resource_type);
-  _w.write_string(this->resource_name, flex);
-  if (_ver >= 1) {
-    _w.write_i8(this->pattern_type);
-  }
-  if (!(_ver >= 1) && !(this->pattern_type == int8_t{3})) {
-    _w.fail("DeleteAclsResponse.PatternType: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  _w.write_string(this->principal, flex);
-  _w.write_string(this->host, flex);
-  _w.write_i8(this->operation);
-  _w.write_i8(this->permission_type);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void DeleteAclsResponse::DeleteAclsFilterResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  this->error_code = _r.read_i16();
-  _r.read_nullable_string(this->error_message, flex, true);
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->matching_acls;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteAclsResponse::DeleteAclsFilterResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_i16(this->error_code);
-  _w.write_nullable_string(this->error_message, flex, true, "DeleteAclsResponse.ErrorMessage");
-  {
-    _w.write_array_len(static_cast<int64_t>(this->matching_acls.size()), flex);
-    for (const auto& _e : this->matching_acls) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void DeleteAclsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  this->throttle_time_ms = _r.read_i32();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->filter_results;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteAclsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_i32(this->throttle_time_ms);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->filter_results.size()), flex);
-    for (const auto& _e : this->filter_results) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status DeleteAclsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "DeleteAclsResponse version " + std::to_string(version));
-  }
-  *this = DeleteAclsResponse();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status DeleteAclsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "DeleteAclsResponse version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t DeleteAclsResponse::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void DeleteShareGroupStateResponse::PartitionResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->partition = _r.read_i32();
-  this->error_code = _r.read_i16();
-  _r.read_nullable_string(this->error_message, flex, true);
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteShareGroupStateResponse::PartitionResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i32(this->partition);
-  _w.write_i16(this->error_code);
-  _w.write_nullable_string(this->error_message, flex, true, "DeleteShareGroupStateResponse.ErrorMessage");
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void DeleteShareGroupStateResponse::DeleteStateResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->topic_id = _r.read_uuid();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->partitions;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteShareGroupStateResponse::DeleteStateResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_uuid(this->topic_id);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
-    for (const auto& _e : this->partitions) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void DeleteShareGroupStateResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->results;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void DeleteShareGroupStateResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  {
-    _w.write_array_len(static_cast<int64_t>(this->results.size()), flex);
-    for (const auto& _e : this->results) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status DeleteShareGroupStateResponse::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "DeleteShareGroupStateResponse version " + std::to_string(version));
-  }
-  *this = DeleteShareGroupStateResponse();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status DeleteShareGroupStateResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "DeleteShareGroupStateResponse version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t DeleteShareGroupStateResponse::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void ExpireDelegationTokenRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _r.read_bytes(this->hmac, flex);
-  this->expiry_time_period_ms = _r.read_i64();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void ExpireDelegationTokenRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_bytes(this->hmac, flex);
-  _w.write_i64(this->expiry_time_period_ms);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status ExpireDelegationTokenRequest::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ExpireDelegationTokenRequest version " + std::to_string(version));
-  }
-  *this = ExpireDelegationTokenRequest();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status ExpireDelegationTokenRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ExpireDelegationTokenRequest version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t ExpireDelegationTokenRequest::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void GetTelemetrySubscriptionsRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->client_instance_id = _r.read_uuid();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void GetTelemetrySubscriptionsRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_uuid(this->client_instance_id);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status GetTelemetrySubscriptionsRequest::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "GetTelemetrySubscriptionsRequest version " + std::to_string(version));
-  }
-  *this = GetTelemetrySubscriptionsRequest();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status GetTelemetrySubscriptionsRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "GetTelemetrySubscriptionsRequest version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t GetTelemetrySubscriptionsRequest::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void LeaveGroupResponse::MemberResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 4;
-  if (_ver >= 3) {
-    _r.read_string(this->member_id, flex);
-  }
-  if (_ver >= 3) {
-    _r.read_nullable_string(this->group_instance_id, flex, _ver >= 3);
-  }
-  if (_ver >= 3) {
-    this->error_code = _r.read_i16();
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void LeaveGroupResponse::MemberResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 4;
-  if (_ver >= 3) {
-    _w.write_string(this->member_id, flex);
-  }
-  if (!(_ver >= 3) && !(this->member_id == std::string{})) {
-    _w.fail("LeaveGroupResponse.MemberId: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 3) {
-    _w.write_nullable_string(this->group_instance_id, flex, _ver >= 3, "LeaveGroupResponse.GroupInstanceId");
-  }
-  if (!(_ver >= 3) && !(this->group_instance_id == std::optional<std::string>{std::in_place})) {
-    _w.fail("LeaveGroupResponse.GroupInstanceId: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 3) {
-    _w.write_i16(this->error_code);
-  }
-  if (!(_ver >= 3) && !(this->error_code == int16_t{})) {
-    _w.fail("LeaveGroupResponse.ErrorCode: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void LeaveGroupResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 4;
-  if (_ver >= 1) {
-    this->throttle_time_ms = _r.read_i32();
-  }
-  this->error_code = _r.read_i16();
-  if (_ver >= 3) {
+  if (_ver >= 5) {
     {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->members;
-        _vec.clear();
+      const int32_t _n = _r.read_array_len(flex, _ver >= 5);
+      if (_n < 0) {
+        this->configs.reset();
+      } else {
+        auto& _vec = this->configs.emplace();
         // Grow as elements arrive: a forged count must not allocate up front.
         _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
         for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
@@ -1109,64 +477,74 @@ void LeaveGroupResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] in
       const uint32_t _size = _r.read_uvarint();
       // Unknown tags are skipped: sub() has already moved _r past the value.
       [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+      if (_tag == 0 && _ver >= 5 && _ver >= 5) {
+        this->topic_config_error_code = _sub.read_i16();
+        _r.absorb(_sub);
+      }
     }
   }
 }
 
-void LeaveGroupResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 4;
-  if (_ver >= 1) {
-    _w.write_i32(this->throttle_time_ms);
+void CreateTopicsResponse::CreatableTopicResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_string(this->name, flex);
+  if (_ver >= 7) {
+    _w.write_uuid(this->topic_id);
   }
   _w.write_i16(this->error_code);
-  if (_ver >= 3) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->members.size()), flex);
-      for (const auto& _e : this->members) {
+  _w.write_nullable_string(this->error_message, flex, true, "CreateTopicsResponse.ErrorMessage");
+  if (_ver >= 5 && !(_ver >= 5)) {
+    _w.write_i16(this->topic_config_error_code);
+  }
+  if (_ver >= 5) {
+    _w.write_i32(this->num_partitions);
+  }
+  if (_ver >= 5) {
+    _w.write_i16(this->replication_factor);
+  }
+  if (_ver >= 5) {
+    if (!this->configs) {
+      if (!(_ver >= 5)) _w.fail(std::string("null value for non-nullable field ") + "CreateTopicsResponse.Configs");
+      _w.write_array_len(-1, flex);
+    } else {
+      _w.write_array_len(static_cast<int64_t>((*this->configs).size()), flex);
+      for (const auto& _e : (*this->configs)) {
         _e.write(_w, _ver);
       }
     }
   }
-  if (!(_ver >= 3) && !(this->members == std::vector<MemberResponse>{})) {
-    _w.fail("LeaveGroupResponse.Members: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
   if (flex) {
-    _w.write_uvarint(0);
+    uint32_t _ntags = 0;
+    const bool _has_topic_config_error_code = _ver >= 5 && _ver >= 5 && !(this->topic_config_error_code == int16_t{});
+    _ntags += _has_topic_config_error_code ? 1 : 0;
+    _w.write_uvarint(_ntags);
+    if (_has_topic_config_error_code) {
+      auto _put = [&](::shale::protocol::Writer& _tw) {
+        _tw.write_i16(this->topic_config_error_code);
+      };
+      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
+      _put(_cnt);
+      _w.write_uvarint(0);
+      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
+      _put(_w);
+    }
   }
 }
 
-::shale::Status LeaveGroupResponse::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "LeaveGroupResponse version " + std::to_string(version));
-  }
-  *this = LeaveGroupResponse();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status LeaveGroupResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "LeaveGroupResponse version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t LeaveGroupResponse::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void ListGroupsResponse::ListedGroup::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 3;
-  _r.read_string(this->group_id, flex);
-  _r.read_string(this->protocol_type, flex);
-  if (_ver >= 4) {
-    _r.read_string(this->group_state, flex);
-  }
-  if (_ver >= 5) {
-    _r.read_string(this->group_type, flex);
+void CreateTopicsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  this->throttle_time_ms = _r.read_i32();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
   }
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
@@ -1179,27 +557,150 @@ void ListGroupsResponse::ListedGroup::read(::shale::protocol::Reader& _r, [[mayb
   }
 }
 
-void ListGroupsResponse::ListedGroup::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 3;
-  _w.write_string(this->group_id, flex);
-  _w.write_string(this->protocol_type, flex);
-  if (_ver >= 4) {
-    _w.write_string(this->group_state, flex);
-  }
-  if (_ver >= 5) {
-    _w.write_string(this->group_type, flex);
+void CreateTopicsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_i32(this->throttle_time_ms);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
   }
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-void ListGroupsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 3;
+::shale::Status CreateTopicsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "CreateTopicsResponse version " + std::to_string(version));
+  }
+  *this = CreateTopicsResponse();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status CreateTopicsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "CreateTopicsResponse version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t CreateTopicsResponse::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void DescribeGroupsResponse::DescribedGroupMember::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _r.read_string(this->member_id, flex);
+  if (_ver >= 4) {
+    _r.read_nullable_string(this->group_instance_id, flex, _ver >= 4);
+  }
+  _r.read_string(this->client_id, flex);
+  _r.read_string(this->client_host, flex);
+  _r.read_bytes(this->member_metadata, flex);
+  _r.read_bytes(this->member_assignment, flex);
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void DescribeGroupsResponse::DescribedGroupMember::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_string(this->member_id, flex);
+  if (_ver >= 4) {
+    _w.write_nullable_string(this->group_instance_id, flex, _ver >= 4, "DescribeGroupsResponse.GroupInstanceId");
+  }
+  _w.write_string(this->client_id, flex);
+  _w.write_string(this->client_host, flex);
+  _w.write_bytes(this->member_metadata, flex);
+  _w.write_bytes(this->member_assignment, flex);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void DescribeGroupsResponse::DescribedGroup::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  this->error_code = _r.read_i16();
+  if (_ver >= 6) {
+    _r.read_nullable_string(this->error_message, flex, _ver >= 6);
+  }
+  _r.read_string(this->group_id, flex);
+  _r.read_string(this->group_state, flex);
+  _r.read_string(this->protocol_type, flex);
+  _r.read_string(this->protocol_data, flex);
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->members;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (_ver >= 3) {
+    this->authorized_operations = _r.read_i32();
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void DescribeGroupsResponse::DescribedGroup::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
+  _w.write_i16(this->error_code);
+  if (_ver >= 6) {
+    _w.write_nullable_string(this->error_message, flex, _ver >= 6, "DescribeGroupsResponse.ErrorMessage");
+  }
+  if (!(_ver >= 6) && !(this->error_message == std::optional<std::string>{std::nullopt})) {
+    _w.fail("DescribeGroupsResponse.ErrorMessage: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  _w.write_string(this->group_id, flex);
+  _w.write_string(this->group_state, flex);
+  _w.write_string(this->protocol_type, flex);
+  _w.write_string(this->protocol_data, flex);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->members.size()), flex);
+    for (const auto& _e : this->members) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (_ver >= 3) {
+    _w.write_i32(this->authorized_operations);
+  }
+  if (!(_ver >= 3) && !(this->authorized_operations == int32_t{int32_t(-2147483647 - 1)})) {
+    _w.fail("DescribeGroupsResponse.AuthorizedOperations: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void DescribeGroupsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 5;
   if (_ver >= 1) {
     this->throttle_time_ms = _r.read_i32();
   }
-  this->error_code = _r.read_i16();
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
@@ -1223,12 +724,11 @@ void ListGroupsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] in
   }
 }
 
-void ListGroupsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 3;
+void DescribeGroupsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 5;
   if (_ver >= 1) {
     _w.write_i32(this->throttle_time_ms);
   }
-  _w.write_i16(this->error_code);
   {
     _w.write_array_len(static_cast<int64_t>(this->groups.size()), flex);
     for (const auto& _e : this->groups) {
@@ -1240,40 +740,32 @@ void ListGroupsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] i
   }
 }
 
-::shale::Status ListGroupsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+::shale::Status DescribeGroupsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ListGroupsResponse version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "DescribeGroupsResponse version " + std::to_string(version));
   }
-  *this = ListGroupsResponse();
+  *this = DescribeGroupsResponse();
   read(r, version);
   return r.status();
 }
 
-::shale::Status ListGroupsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status DescribeGroupsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "ListGroupsResponse version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "DescribeGroupsResponse version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t ListGroupsResponse::encoded_size(int16_t version) const {
+size_t DescribeGroupsResponse::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();
 }
 
-void OffsetCommitRequest::OffsetCommitRequestPartition::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 8;
+void DescribeQuorumRequest::PartitionData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
   this->partition_index = _r.read_i32();
-  this->committed_offset = _r.read_i64();
-  if (_ver >= 6) {
-    this->committed_leader_epoch = _r.read_i32();
-  }
-  if (_ver >= 1 && _ver <= 1) {
-    this->commit_timestamp = _r.read_i64();
-  }
-  _r.read_nullable_string(this->committed_metadata, flex, true);
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
     for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
@@ -1285,28 +777,17 @@ void OffsetCommitRequest::OffsetCommitRequestPartition::read(::shale::protocol::
   }
 }
 
-void OffsetCommitRequest::OffsetCommitRequestPartition::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 8;
+void DescribeQuorumRequest::PartitionData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
   _w.write_i32(this->partition_index);
-  _w.write_i64(this->committed_offset);
-  if (_ver >= 6) {
-    _w.write_i32(this->committed_leader_epoch);
-  }
-  if (_ver >= 1 && _ver <= 1) {
-    _w.write_i64(this->commit_timestamp);
-  }
-  if (!(_ver >= 1 && _ver <= 1) && !(this->commit_timestamp == int64_t{-1LL})) {
-    _w.fail("OffsetCommitRequest.CommitTimestamp: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  _w.write_nullable_string(this->committed_metadata, flex, true, "OffsetCommitRequest.CommittedMetadata");
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-void OffsetCommitRequest::OffsetCommitRequestTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 8;
-  _r.read_string(this->name, flex);
+void DescribeQuorumRequest::TopicData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  _r.read_string(this->topic_name, flex);
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
@@ -1330,9 +811,9 @@ void OffsetCommitRequest::OffsetCommitRequestTopic::read(::shale::protocol::Read
   }
 }
 
-void OffsetCommitRequest::OffsetCommitRequestTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 8;
-  _w.write_string(this->name, flex);
+void DescribeQuorumRequest::TopicData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_string(this->topic_name, flex);
   {
     _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
     for (const auto& _e : this->partitions) {
@@ -1344,20 +825,726 @@ void OffsetCommitRequest::OffsetCommitRequestTopic::write(::shale::protocol::Wri
   }
 }
 
-void OffsetCommitRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 8;
-  _r.read_string(this->group_id, flex);
-  if (_ver >= 1) {
-    this->generation_id_or_member_epoch = _r.read_i32();
+void DescribeQuorumRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
   }
-  if (_ver >= 1) {
-    _r.read_string(this->member_id, flex);
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void DescribeQuorumRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status DescribeQuorumRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "DescribeQuorumRequest version " + std::to_string(version));
+  }
+  *this = DescribeQuorumRequest();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status DescribeQuorumRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "DescribeQuorumRequest version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t DescribeQuorumRequest::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void EndTxnMarker::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = false;
+  this->coordinator_epoch = _r.read_i32();
+}
+
+void EndTxnMarker::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = false;
+  _w.write_i32(this->coordinator_epoch);
+}
+
+::shale::Status EndTxnMarker::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "EndTxnMarker version " + std::to_string(version));
+  }
+  *this = EndTxnMarker();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status EndTxnMarker::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "EndTxnMarker version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t EndTxnMarker::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void FetchRequest::ReplicaState::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 15) {
+    this->replica_id = _r.read_i32();
+  }
+  if (_ver >= 15) {
+    this->replica_epoch = _r.read_i64();
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void FetchRequest::ReplicaState::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 15) {
+    _w.write_i32(this->replica_id);
+  }
+  if (!(_ver >= 15) && !(this->replica_id == int32_t{-1})) {
+    _w.fail("FetchRequest.ReplicaId: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 15) {
+    _w.write_i64(this->replica_epoch);
+  }
+  if (!(_ver >= 15) && !(this->replica_epoch == int64_t{-1LL})) {
+    _w.fail("FetchRequest.ReplicaEpoch: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void FetchRequest::FetchPartition::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  this->partition = _r.read_i32();
+  if (_ver >= 9) {
+    this->current_leader_epoch = _r.read_i32();
+  }
+  this->fetch_offset = _r.read_i64();
+  if (_ver >= 12) {
+    this->last_fetched_epoch = _r.read_i32();
+  }
+  if (_ver >= 5) {
+    this->log_start_offset = _r.read_i64();
+  }
+  this->partition_max_bytes = _r.read_i32();
+  if (_ver >= 17 && !(_ver >= 17)) {
+    this->replica_directory_id = _r.read_uuid();
+  }
+  if (_ver >= 18 && !(_ver >= 18)) {
+    this->high_watermark = _r.read_i64();
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+      if (_tag == 0 && _ver >= 17 && _ver >= 17) {
+        this->replica_directory_id = _sub.read_uuid();
+        _r.absorb(_sub);
+      } else if (_tag == 1 && _ver >= 18 && _ver >= 18) {
+        this->high_watermark = _sub.read_i64();
+        _r.absorb(_sub);
+      }
+    }
+  }
+}
+
+void FetchRequest::FetchPartition::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  _w.write_i32(this->partition);
+  if (_ver >= 9) {
+    _w.write_i32(this->current_leader_epoch);
+  }
+  _w.write_i64(this->fetch_offset);
+  if (_ver >= 12) {
+    _w.write_i32(this->last_fetched_epoch);
+  }
+  if (!(_ver >= 12) && !(this->last_fetched_epoch == int32_t{-1})) {
+    _w.fail("FetchRequest.LastFetchedEpoch: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 5) {
+    _w.write_i64(this->log_start_offset);
+  }
+  _w.write_i32(this->partition_max_bytes);
+  if (_ver >= 17 && !(_ver >= 17)) {
+    _w.write_uuid(this->replica_directory_id);
+  }
+  if (_ver >= 18 && !(_ver >= 18)) {
+    _w.write_i64(this->high_watermark);
+  }
+  if (flex) {
+    uint32_t _ntags = 0;
+    const bool _has_replica_directory_id = _ver >= 17 && _ver >= 17 && !(this->replica_directory_id == ::shale::protocol::Uuid{});
+    _ntags += _has_replica_directory_id ? 1 : 0;
+    const bool _has_high_watermark = _ver >= 18 && _ver >= 18 && !(this->high_watermark == int64_t{9223372036854775807LL});
+    _ntags += _has_high_watermark ? 1 : 0;
+    _w.write_uvarint(_ntags);
+    if (_has_replica_directory_id) {
+      auto _put = [&](::shale::protocol::Writer& _tw) {
+        _tw.write_uuid(this->replica_directory_id);
+      };
+      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
+      _put(_cnt);
+      _w.write_uvarint(0);
+      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
+      _put(_w);
+    }
+    if (_has_high_watermark) {
+      auto _put = [&](::shale::protocol::Writer& _tw) {
+        _tw.write_i64(this->high_watermark);
+      };
+      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
+      _put(_cnt);
+      _w.write_uvarint(1);
+      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
+      _put(_w);
+    }
+  }
+}
+
+void FetchRequest::FetchTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver <= 12) {
+    _r.read_string(this->topic, flex);
+  }
+  if (_ver >= 13) {
+    this->topic_id = _r.read_uuid();
+  }
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->partitions;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void FetchRequest::FetchTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver <= 12) {
+    _w.write_string(this->topic, flex);
+  }
+  if (_ver >= 13) {
+    _w.write_uuid(this->topic_id);
+  }
+  {
+    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
+    for (const auto& _e : this->partitions) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void FetchRequest::ForgottenTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 7 && _ver <= 12) {
+    _r.read_string(this->topic, flex);
+  }
+  if (_ver >= 13) {
+    this->topic_id = _r.read_uuid();
   }
   if (_ver >= 7) {
-    _r.read_nullable_string(this->group_instance_id, flex, _ver >= 7);
+    {
+      const int32_t _n = _r.read_array_len(flex, false);
+      if (_n >= 0) {
+        auto& _vec = this->partitions;
+        _vec.clear();
+        // Grow as elements arrive: a forged count must not allocate up front.
+        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+          _vec.push_back(_r.read_i32());
+        }
+      }
+    }
   }
-  if (_ver >= 2 && _ver <= 4) {
-    this->retention_time_ms = _r.read_i64();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void FetchRequest::ForgottenTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 7 && _ver <= 12) {
+    _w.write_string(this->topic, flex);
+  }
+  if (_ver >= 13) {
+    _w.write_uuid(this->topic_id);
+  }
+  if (_ver >= 7) {
+    {
+      _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
+      for (const auto& _e : this->partitions) {
+        _w.write_i32(_e);
+      }
+    }
+  }
+  if (!(_ver >= 7) && !(this->partitions == std::vector<int32_t>{})) {
+    _w.fail("FetchRequest.Partitions: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void FetchRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 12 && !(_ver >= 12)) {
+    _r.read_nullable_string(this->cluster_id, flex, _ver >= 12);
+  }
+  if (_ver <= 14) {
+    this->replica_id = _r.read_i32();
+  }
+  if (_ver >= 15 && !(_ver >= 15)) {
+    this->replica_state.read(_r, _ver);
+  }
+  this->max_wait_ms = _r.read_i32();
+  this->min_bytes = _r.read_i32();
+  this->max_bytes = _r.read_i32();
+  this->isolation_level = _r.read_i8();
+  if (_ver >= 7) {
+    this->session_id = _r.read_i32();
+  }
+  if (_ver >= 7) {
+    this->session_epoch = _r.read_i32();
+  }
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (_ver >= 7) {
+    {
+      const int32_t _n = _r.read_array_len(flex, false);
+      if (_n >= 0) {
+        auto& _vec = this->forgotten_topics_data;
+        _vec.clear();
+        // Grow as elements arrive: a forged count must not allocate up front.
+        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+          _vec.emplace_back().read(_r, _ver);
+        }
+      }
+    }
+  }
+  if (_ver >= 11) {
+    _r.read_string(this->rack_id, flex);
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+      if (_tag == 0 && _ver >= 12 && _ver >= 12) {
+        _sub.read_nullable_string(this->cluster_id, flex, _ver >= 12);
+        _r.absorb(_sub);
+      } else if (_tag == 1 && _ver >= 15 && _ver >= 15) {
+        this->replica_state.read(_sub, _ver);
+        _r.absorb(_sub);
+      }
+    }
+  }
+}
+
+void FetchRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 12;
+  if (_ver >= 12 && !(_ver >= 12)) {
+    _w.write_nullable_string(this->cluster_id, flex, _ver >= 12, "FetchRequest.ClusterId");
+  }
+  if (_ver <= 14) {
+    _w.write_i32(this->replica_id);
+  }
+  if (!(_ver <= 14) && !(this->replica_id == int32_t{-1})) {
+    _w.fail("FetchRequest.ReplicaId: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 15 && !(_ver >= 15)) {
+    this->replica_state.write(_w, _ver);
+  }
+  if (!(_ver >= 15 && !(_ver >= 15)) && !(_ver >= 15 && _ver >= 15) && !(this->replica_state == ReplicaState{})) {
+    _w.fail("FetchRequest.ReplicaState: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  _w.write_i32(this->max_wait_ms);
+  _w.write_i32(this->min_bytes);
+  _w.write_i32(this->max_bytes);
+  _w.write_i8(this->isolation_level);
+  if (_ver >= 7) {
+    _w.write_i32(this->session_id);
+  }
+  if (_ver >= 7) {
+    _w.write_i32(this->session_epoch);
+  }
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (_ver >= 7) {
+    {
+      _w.write_array_len(static_cast<int64_t>(this->forgotten_topics_data.size()), flex);
+      for (const auto& _e : this->forgotten_topics_data) {
+        _e.write(_w, _ver);
+      }
+    }
+  }
+  if (!(_ver >= 7) && !(this->forgotten_topics_data == std::vector<ForgottenTopic>{})) {
+    _w.fail("FetchRequest.ForgottenTopicsData: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  }
+  if (_ver >= 11) {
+    _w.write_string(this->rack_id, flex);
+  }
+  if (flex) {
+    uint32_t _ntags = 0;
+    const bool _has_cluster_id = _ver >= 12 && _ver >= 12 && !(this->cluster_id == std::optional<std::string>{std::nullopt});
+    _ntags += _has_cluster_id ? 1 : 0;
+    const bool _has_replica_state = _ver >= 15 && _ver >= 15 && !(this->replica_state == ReplicaState{});
+    _ntags += _has_replica_state ? 1 : 0;
+    _w.write_uvarint(_ntags);
+    if (_has_cluster_id) {
+      auto _put = [&](::shale::protocol::Writer& _tw) {
+        _tw.write_nullable_string(this->cluster_id, flex, _ver >= 12, "FetchRequest.ClusterId");
+      };
+      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
+      _put(_cnt);
+      _w.write_uvarint(0);
+      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
+      _put(_w);
+    }
+    if (_has_replica_state) {
+      auto _put = [&](::shale::protocol::Writer& _tw) {
+        this->replica_state.write(_tw, _ver);
+      };
+      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
+      _put(_cnt);
+      _w.write_uvarint(1);
+      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
+      _put(_w);
+    }
+  }
+}
+
+::shale::Status FetchRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "FetchRequest version " + std::to_string(version));
+  }
+  *this = FetchRequest();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status FetchRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "FetchRequest version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t FetchRequest::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void GetTelemetrySubscriptionsResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  this->throttle_time_ms = _r.read_i32();
+  this->error_code = _r.read_i16();
+  this->client_instance_id = _r.read_uuid();
+  this->subscription_id = _r.read_i32();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->accepted_compression_types;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.push_back(_r.read_i8());
+      }
+    }
+  }
+  this->push_interval_ms = _r.read_i32();
+  this->telemetry_max_bytes = _r.read_i32();
+  this->delta_temporality = _r.read_bool();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->requested_metrics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _r.read_string(_vec.emplace_back(), flex);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void GetTelemetrySubscriptionsResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_i32(this->throttle_time_ms);
+  _w.write_i16(this->error_code);
+  _w.write_uuid(this->client_instance_id);
+  _w.write_i32(this->subscription_id);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->accepted_compression_types.size()), flex);
+    for (const auto& _e : this->accepted_compression_types) {
+      _w.write_i8(_e);
+    }
+  }
+  _w.write_i32(this->push_interval_ms);
+  _w.write_i32(this->telemetry_max_bytes);
+  _w.write_bool(this->delta_temporality);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->requested_metrics.size()), flex);
+    for (const auto& _e : this->requested_metrics) {
+      _w.write_string(_e, flex);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status GetTelemetrySubscriptionsResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "GetTelemetrySubscriptionsResponse version " + std::to_string(version));
+  }
+  *this = GetTelemetrySubscriptionsResponse();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status GetTelemetrySubscriptionsResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "GetTelemetrySubscriptionsResponse version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t GetTelemetrySubscriptionsResponse::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void HeartbeatResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 4;
+  if (_ver >= 1) {
+    this->throttle_time_ms = _r.read_i32();
+  }
+  this->error_code = _r.read_i16();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void HeartbeatResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 4;
+  if (_ver >= 1) {
+    _w.write_i32(this->throttle_time_ms);
+  }
+  _w.write_i16(this->error_code);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status HeartbeatResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "HeartbeatResponse version " + std::to_string(version));
+  }
+  *this = HeartbeatResponse();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status HeartbeatResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "HeartbeatResponse version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t HeartbeatResponse::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void OffsetCommitResponse::OffsetCommitResponsePartition::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 8;
+  this->partition_index = _r.read_i32();
+  this->error_code = _r.read_i16();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void OffsetCommitResponse::OffsetCommitResponsePartition::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 8;
+  _w.write_i32(this->partition_index);
+  _w.write_i16(this->error_code);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void OffsetCommitResponse::OffsetCommitResponseTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 8;
+  if (_ver <= 9) {
+    _r.read_string(this->name, flex);
+  }
+  if (_ver >= 10) {
+    this->topic_id = _r.read_uuid();
+  }
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->partitions;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void OffsetCommitResponse::OffsetCommitResponseTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 8;
+  if (_ver <= 9) {
+    _w.write_string(this->name, flex);
+  }
+  if (_ver >= 10) {
+    _w.write_uuid(this->topic_id);
+  }
+  {
+    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
+    for (const auto& _e : this->partitions) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void OffsetCommitResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 8;
+  if (_ver >= 3) {
+    this->throttle_time_ms = _r.read_i32();
   }
   {
     const int32_t _n = _r.read_array_len(flex, false);
@@ -1382,23 +1569,10 @@ void OffsetCommitRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] i
   }
 }
 
-void OffsetCommitRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+void OffsetCommitResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
   [[maybe_unused]] const bool flex = _ver >= 8;
-  _w.write_string(this->group_id, flex);
-  if (_ver >= 1) {
-    _w.write_i32(this->generation_id_or_member_epoch);
-  }
-  if (_ver >= 1) {
-    _w.write_string(this->member_id, flex);
-  }
-  if (_ver >= 7) {
-    _w.write_nullable_string(this->group_instance_id, flex, _ver >= 7, "OffsetCommitRequest.GroupInstanceId");
-  }
-  if (!(_ver >= 7) && !(this->group_instance_id == std::optional<std::string>{std::nullopt})) {
-    _w.fail("OffsetCommitRequest.GroupInstanceId: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 2 && _ver <= 4) {
-    _w.write_i64(this->retention_time_ms);
+  if (_ver >= 3) {
+    _w.write_i32(this->throttle_time_ms);
   }
   {
     _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
@@ -1411,34 +1585,33 @@ void OffsetCommitRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] 
   }
 }
 
-::shale::Status OffsetCommitRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+::shale::Status OffsetCommitResponse::decode(::shale::protocol::Reader& r, int16_t version) {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "OffsetCommitRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "OffsetCommitResponse version " + std::to_string(version));
   }
-  *this = OffsetCommitRequest();
+  *this = OffsetCommitResponse();
   read(r, version);
   return r.status();
 }
 
-::shale::Status OffsetCommitRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status OffsetCommitResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "OffsetCommitRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "OffsetCommitResponse version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t OffsetCommitRequest::encoded_size(int16_t version) const {
+size_t OffsetCommitResponse::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();
 }
 
-void RenewDelegationTokenResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  this->error_code = _r.read_i16();
-  this->expiry_timestamp_ms = _r.read_i64();
-  this->throttle_time_ms = _r.read_i32();
+void ProduceRequest::PartitionProduceData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  this->index = _r.read_i32();
+  _r.read_nullable_bytes(this->records, flex, true);
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
     for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
@@ -1450,398 +1623,27 @@ void RenewDelegationTokenResponse::read(::shale::protocol::Reader& _r, [[maybe_u
   }
 }
 
-void RenewDelegationTokenResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 2;
-  _w.write_i16(this->error_code);
-  _w.write_i64(this->expiry_timestamp_ms);
-  _w.write_i32(this->throttle_time_ms);
+void ProduceRequest::PartitionProduceData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  _w.write_i32(this->index);
+  _w.write_nullable_bytes(this->records, flex, true, "ProduceRequest.Records");
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-::shale::Status RenewDelegationTokenResponse::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "RenewDelegationTokenResponse version " + std::to_string(version));
+void ProduceRequest::TopicProduceData::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  if (_ver <= 12) {
+    _r.read_string(this->name, flex);
   }
-  *this = RenewDelegationTokenResponse();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status RenewDelegationTokenResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "RenewDelegationTokenResponse version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t RenewDelegationTokenResponse::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void SnapshotFooterRecord::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->version = _r.read_i16();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void SnapshotFooterRecord::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i16(this->version);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status SnapshotFooterRecord::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "SnapshotFooterRecord version " + std::to_string(version));
-  }
-  *this = SnapshotFooterRecord();
-  read(r, version);
-  return r.status();
-}
-
-::shale::Status SnapshotFooterRecord::encode(::shale::protocol::Writer& w, int16_t version) const {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "SnapshotFooterRecord version " + std::to_string(version));
-  }
-  write(w, version);
-  return w.status();
-}
-
-size_t SnapshotFooterRecord::encoded_size(int16_t version) const {
-  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
-  write(counter, version);
-  return counter.size();
-}
-
-void UpdateMetadataRequest::UpdateMetadataPartitionState::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver <= 4) {
-    _r.read_string(this->topic_name, flex);
-  }
-  this->partition_index = _r.read_i32();
-  this->controller_epoch = _r.read_i32();
-  this->leader = _r.read_i32();
-  this->leader_epoch = _r.read_i32();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->isr;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.push_back(_r.read_i32());
-      }
-    }
-  }
-  this->zk_version = _r.read_i32();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->replicas;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.push_back(_r.read_i32());
-      }
-    }
-  }
-  if (_ver >= 4) {
-    {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->offline_replicas;
-        _vec.clear();
-        // Grow as elements arrive: a forged count must not allocate up front.
-        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-          _vec.push_back(_r.read_i32());
-        }
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataPartitionState::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver <= 4) {
-    _w.write_string(this->topic_name, flex);
-  }
-  _w.write_i32(this->partition_index);
-  _w.write_i32(this->controller_epoch);
-  _w.write_i32(this->leader);
-  _w.write_i32(this->leader_epoch);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->isr.size()), flex);
-    for (const auto& _e : this->isr) {
-      _w.write_i32(_e);
-    }
-  }
-  _w.write_i32(this->zk_version);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->replicas.size()), flex);
-    for (const auto& _e : this->replicas) {
-      _w.write_i32(_e);
-    }
-  }
-  if (_ver >= 4) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->offline_replicas.size()), flex);
-      for (const auto& _e : this->offline_replicas) {
-        _w.write_i32(_e);
-      }
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataTopicState::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver >= 5) {
-    _r.read_string(this->topic_name, flex);
-  }
-  if (_ver >= 7) {
+  if (_ver >= 13) {
     this->topic_id = _r.read_uuid();
   }
-  if (_ver >= 5) {
-    {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->partition_states;
-        _vec.clear();
-        // Grow as elements arrive: a forged count must not allocate up front.
-        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-          _vec.emplace_back().read(_r, _ver);
-        }
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataTopicState::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver >= 5) {
-    _w.write_string(this->topic_name, flex);
-  }
-  if (!(_ver >= 5) && !(this->topic_name == std::string{})) {
-    _w.fail("UpdateMetadataRequest.TopicName: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 7) {
-    _w.write_uuid(this->topic_id);
-  }
-  if (_ver >= 5) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->partition_states.size()), flex);
-      for (const auto& _e : this->partition_states) {
-        _e.write(_w, _ver);
-      }
-    }
-  }
-  if (!(_ver >= 5) && !(this->partition_states == std::vector<UpdateMetadataPartitionState>{})) {
-    _w.fail("UpdateMetadataRequest.PartitionStates: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataEndpoint::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver >= 1) {
-    this->port = _r.read_i32();
-  }
-  if (_ver >= 1) {
-    _r.read_string(this->host, flex);
-  }
-  if (_ver >= 3) {
-    _r.read_string(this->listener, flex);
-  }
-  if (_ver >= 1) {
-    this->security_protocol = _r.read_i16();
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataEndpoint::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  if (_ver >= 1) {
-    _w.write_i32(this->port);
-  }
-  if (!(_ver >= 1) && !(this->port == int32_t{})) {
-    _w.fail("UpdateMetadataRequest.Port: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 1) {
-    _w.write_string(this->host, flex);
-  }
-  if (!(_ver >= 1) && !(this->host == std::string{})) {
-    _w.fail("UpdateMetadataRequest.Host: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 3) {
-    _w.write_string(this->listener, flex);
-  }
-  if (_ver >= 1) {
-    _w.write_i16(this->security_protocol);
-  }
-  if (!(_ver >= 1) && !(this->security_protocol == int16_t{})) {
-    _w.fail("UpdateMetadataRequest.SecurityProtocol: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataBroker::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  this->id = _r.read_i32();
-  if (_ver <= 0) {
-    _r.read_string(this->v0_host, flex);
-  }
-  if (_ver <= 0) {
-    this->v0_port = _r.read_i32();
-  }
-  if (_ver >= 1) {
-    {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->endpoints;
-        _vec.clear();
-        // Grow as elements arrive: a forged count must not allocate up front.
-        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-          _vec.emplace_back().read(_r, _ver);
-        }
-      }
-    }
-  }
-  if (_ver >= 2) {
-    _r.read_nullable_string(this->rack, flex, true);
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void UpdateMetadataRequest::UpdateMetadataBroker::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  _w.write_i32(this->id);
-  if (_ver <= 0) {
-    _w.write_string(this->v0_host, flex);
-  }
-  if (_ver <= 0) {
-    _w.write_i32(this->v0_port);
-  }
-  if (_ver >= 1) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->endpoints.size()), flex);
-      for (const auto& _e : this->endpoints) {
-        _e.write(_w, _ver);
-      }
-    }
-  }
-  if (_ver >= 2) {
-    _w.write_nullable_string(this->rack, flex, true, "UpdateMetadataRequest.Rack");
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void UpdateMetadataRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  this->controller_id = _r.read_i32();
-  if (_ver >= 8) {
-    this->is_k_raft_controller = _r.read_bool();
-  }
-  if (_ver >= 8 && !(_ver >= 8)) {
-    this->type = _r.read_i8();
-  }
-  this->controller_epoch = _r.read_i32();
-  if (_ver >= 5) {
-    this->broker_epoch = _r.read_i64();
-  }
-  if (_ver <= 4) {
-    {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->ungrouped_partition_states;
-        _vec.clear();
-        // Grow as elements arrive: a forged count must not allocate up front.
-        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-          _vec.emplace_back().read(_r, _ver);
-        }
-      }
-    }
-  }
-  if (_ver >= 5) {
-    {
-      const int32_t _n = _r.read_array_len(flex, false);
-      if (_n >= 0) {
-        auto& _vec = this->topic_states;
-        _vec.clear();
-        // Grow as elements arrive: a forged count must not allocate up front.
-        _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-        for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-          _vec.emplace_back().read(_r, _ver);
-        }
-      }
-    }
-  }
   {
     const int32_t _n = _r.read_array_len(flex, false);
     if (_n >= 0) {
-      auto& _vec = this->live_brokers;
+      auto& _vec = this->partition_data;
       _vec.clear();
       // Grow as elements arrive: a forged count must not allocate up front.
       _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
@@ -1857,107 +1659,109 @@ void UpdateMetadataRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]]
       const uint32_t _size = _r.read_uvarint();
       // Unknown tags are skipped: sub() has already moved _r past the value.
       [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-      if (_tag == 0 && _ver >= 8 && _ver >= 8) {
-        this->type = _sub.read_i8();
-        _r.absorb(_sub);
-      }
     }
   }
 }
 
-void UpdateMetadataRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = _ver >= 6;
-  _w.write_i32(this->controller_id);
-  if (_ver >= 8) {
-    _w.write_bool(this->is_k_raft_controller);
+void ProduceRequest::TopicProduceData::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  if (_ver <= 12) {
+    _w.write_string(this->name, flex);
   }
-  if (!(_ver >= 8) && !(this->is_k_raft_controller == bool{false})) {
-    _w.fail("UpdateMetadataRequest.isKRaftController: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 8 && !(_ver >= 8)) {
-    _w.write_i8(this->type);
-  }
-  if (!(_ver >= 8 && !(_ver >= 8)) && !(_ver >= 8 && _ver >= 8) && !(this->type == int8_t{0})) {
-    _w.fail("UpdateMetadataRequest.Type: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  _w.write_i32(this->controller_epoch);
-  if (_ver >= 5) {
-    _w.write_i64(this->broker_epoch);
-  }
-  if (_ver <= 4) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->ungrouped_partition_states.size()), flex);
-      for (const auto& _e : this->ungrouped_partition_states) {
-        _e.write(_w, _ver);
-      }
-    }
-  }
-  if (!(_ver <= 4) && !(this->ungrouped_partition_states == std::vector<UpdateMetadataPartitionState>{})) {
-    _w.fail("UpdateMetadataRequest.UngroupedPartitionStates: a non-default value cannot be encoded at version " + std::to_string(_ver));
-  }
-  if (_ver >= 5) {
-    {
-      _w.write_array_len(static_cast<int64_t>(this->topic_states.size()), flex);
-      for (const auto& _e : this->topic_states) {
-        _e.write(_w, _ver);
-      }
-    }
-  }
-  if (!(_ver >= 5) && !(this->topic_states == std::vector<UpdateMetadataTopicState>{})) {
-    _w.fail("UpdateMetadataRequest.TopicStates: a non-default value cannot be encoded at version " + std::to_string(_ver));
+  if (_ver >= 13) {
+    _w.write_uuid(this->topic_id);
   }
   {
-    _w.write_array_len(static_cast<int64_t>(this->live_brokers.size()), flex);
-    for (const auto& _e : this->live_brokers) {
+    _w.write_array_len(static_cast<int64_t>(this->partition_data.size()), flex);
+    for (const auto& _e : this->partition_data) {
       _e.write(_w, _ver);
     }
   }
   if (flex) {
-    uint32_t _ntags = 0;
-    const bool _has_type = _ver >= 8 && _ver >= 8 && !(this->type == int8_t{0});
-    _ntags += _has_type ? 1 : 0;
-    _w.write_uvarint(_ntags);
-    if (_has_type) {
-      auto _put = [&](::shale::protocol::Writer& _tw) {
-        _tw.write_i8(this->type);
-      };
-      ::shale::protocol::Writer _cnt = ::shale::protocol::Writer::counter();
-      _put(_cnt);
-      _w.write_uvarint(0);
-      _w.write_uvarint(static_cast<uint32_t>(_cnt.size()));
-      _put(_w);
+    _w.write_uvarint(0);
+  }
+}
+
+void ProduceRequest::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  _r.read_nullable_string(this->transactional_id, flex, true);
+  this->acks = _r.read_i16();
+  this->timeout_ms = _r.read_i32();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topic_data;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
     }
   }
 }
 
-::shale::Status UpdateMetadataRequest::decode(::shale::protocol::Reader& r, int16_t version) {
-  if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "UpdateMetadataRequest version " + std::to_string(version));
+void ProduceRequest::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 9;
+  _w.write_nullable_string(this->transactional_id, flex, true, "ProduceRequest.TransactionalId");
+  _w.write_i16(this->acks);
+  _w.write_i32(this->timeout_ms);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topic_data.size()), flex);
+    for (const auto& _e : this->topic_data) {
+      _e.write(_w, _ver);
+    }
   }
-  *this = UpdateMetadataRequest();
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status ProduceRequest::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "ProduceRequest version " + std::to_string(version));
+  }
+  *this = ProduceRequest();
   read(r, version);
   return r.status();
 }
 
-::shale::Status UpdateMetadataRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status ProduceRequest::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "UpdateMetadataRequest version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "ProduceRequest version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t UpdateMetadataRequest::encoded_size(int16_t version) const {
+size_t ProduceRequest::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();
 }
 
-void VotersRecord::Endpoint::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  _r.read_string(this->name, flex);
-  _r.read_string(this->host, flex);
-  this->port = _r.read_u16();
+void SyncGroupResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 4;
+  if (_ver >= 1) {
+    this->throttle_time_ms = _r.read_i32();
+  }
+  this->error_code = _r.read_i16();
+  if (_ver >= 5) {
+    _r.read_nullable_string(this->protocol_type, flex, _ver >= 5);
+  }
+  if (_ver >= 5) {
+    _r.read_nullable_string(this->protocol_name, flex, _ver >= 5);
+  }
+  _r.read_bytes(this->assignment, flex);
   if (flex) {
     const uint32_t _ntags = _r.read_uvarint();
     for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
@@ -1969,142 +1773,334 @@ void VotersRecord::Endpoint::read(::shale::protocol::Reader& _r, [[maybe_unused]
   }
 }
 
-void VotersRecord::Endpoint::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_string(this->name, flex);
-  _w.write_string(this->host, flex);
-  _w.write_u16(this->port);
+void SyncGroupResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 4;
+  if (_ver >= 1) {
+    _w.write_i32(this->throttle_time_ms);
+  }
+  _w.write_i16(this->error_code);
+  if (_ver >= 5) {
+    _w.write_nullable_string(this->protocol_type, flex, _ver >= 5, "SyncGroupResponse.ProtocolType");
+  }
+  if (_ver >= 5) {
+    _w.write_nullable_string(this->protocol_name, flex, _ver >= 5, "SyncGroupResponse.ProtocolName");
+  }
+  _w.write_bytes(this->assignment, flex);
   if (flex) {
     _w.write_uvarint(0);
   }
 }
 
-void VotersRecord::KRaftVersionFeature::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->min_supported_version = _r.read_i16();
-  this->max_supported_version = _r.read_i16();
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void VotersRecord::KRaftVersionFeature::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i16(this->min_supported_version);
-  _w.write_i16(this->max_supported_version);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void VotersRecord::Voter::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->voter_id = _r.read_i32();
-  this->voter_directory_id = _r.read_uuid();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->endpoints;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  this->k_raft_version_feature.read(_r, _ver);
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void VotersRecord::Voter::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i32(this->voter_id);
-  _w.write_uuid(this->voter_directory_id);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->endpoints.size()), flex);
-    for (const auto& _e : this->endpoints) {
-      _e.write(_w, _ver);
-    }
-  }
-  this->k_raft_version_feature.write(_w, _ver);
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-void VotersRecord::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
-  [[maybe_unused]] const bool flex = true;
-  this->version = _r.read_i16();
-  {
-    const int32_t _n = _r.read_array_len(flex, false);
-    if (_n >= 0) {
-      auto& _vec = this->voters;
-      _vec.clear();
-      // Grow as elements arrive: a forged count must not allocate up front.
-      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
-      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
-        _vec.emplace_back().read(_r, _ver);
-      }
-    }
-  }
-  if (flex) {
-    const uint32_t _ntags = _r.read_uvarint();
-    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
-      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
-      const uint32_t _size = _r.read_uvarint();
-      // Unknown tags are skipped: sub() has already moved _r past the value.
-      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
-    }
-  }
-}
-
-void VotersRecord::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
-  [[maybe_unused]] const bool flex = true;
-  _w.write_i16(this->version);
-  {
-    _w.write_array_len(static_cast<int64_t>(this->voters.size()), flex);
-    for (const auto& _e : this->voters) {
-      _e.write(_w, _ver);
-    }
-  }
-  if (flex) {
-    _w.write_uvarint(0);
-  }
-}
-
-::shale::Status VotersRecord::decode(::shale::protocol::Reader& r, int16_t version) {
+::shale::Status SyncGroupResponse::decode(::shale::protocol::Reader& r, int16_t version) {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "VotersRecord version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "SyncGroupResponse version " + std::to_string(version));
   }
-  *this = VotersRecord();
+  *this = SyncGroupResponse();
   read(r, version);
   return r.status();
 }
 
-::shale::Status VotersRecord::encode(::shale::protocol::Writer& w, int16_t version) const {
+::shale::Status SyncGroupResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
   if (version < kMinVersion || version > kMaxVersion) {
-    return ::shale::Error::make(::shale::Errc::kUnsupported, "VotersRecord version " + std::to_string(version));
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "SyncGroupResponse version " + std::to_string(version));
   }
   write(w, version);
   return w.status();
 }
 
-size_t VotersRecord::encoded_size(int16_t version) const {
+size_t SyncGroupResponse::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void TxnOffsetCommitResponse::TxnOffsetCommitResponsePartition::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  this->partition_index = _r.read_i32();
+  this->error_code = _r.read_i16();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void TxnOffsetCommitResponse::TxnOffsetCommitResponsePartition::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  _w.write_i32(this->partition_index);
+  _w.write_i16(this->error_code);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void TxnOffsetCommitResponse::TxnOffsetCommitResponseTopic::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  _r.read_string(this->name, flex);
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->partitions;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void TxnOffsetCommitResponse::TxnOffsetCommitResponseTopic::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  _w.write_string(this->name, flex);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
+    for (const auto& _e : this->partitions) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void TxnOffsetCommitResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  this->throttle_time_ms = _r.read_i32();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void TxnOffsetCommitResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = _ver >= 3;
+  _w.write_i32(this->throttle_time_ms);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status TxnOffsetCommitResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "TxnOffsetCommitResponse version " + std::to_string(version));
+  }
+  *this = TxnOffsetCommitResponse();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status TxnOffsetCommitResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "TxnOffsetCommitResponse version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t TxnOffsetCommitResponse::encoded_size(int16_t version) const {
+  ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
+  write(counter, version);
+  return counter.size();
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerPartitionResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  this->partition_index = _r.read_i32();
+  this->error_code = _r.read_i16();
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerPartitionResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_i32(this->partition_index);
+  _w.write_i16(this->error_code);
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerTopicResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  _r.read_string(this->name, flex);
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->partitions;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerTopicResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_string(this->name, flex);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->partitions.size()), flex);
+    for (const auto& _e : this->partitions) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerResult::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  this->producer_id = _r.read_i64();
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->topics;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void WriteTxnMarkersResponse::WritableTxnMarkerResult::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  _w.write_i64(this->producer_id);
+  {
+    _w.write_array_len(static_cast<int64_t>(this->topics.size()), flex);
+    for (const auto& _e : this->topics) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+void WriteTxnMarkersResponse::read(::shale::protocol::Reader& _r, [[maybe_unused]] int16_t _ver) {
+  [[maybe_unused]] const bool flex = true;
+  {
+    const int32_t _n = _r.read_array_len(flex, false);
+    if (_n >= 0) {
+      auto& _vec = this->markers;
+      _vec.clear();
+      // Grow as elements arrive: a forged count must not allocate up front.
+      _vec.reserve(static_cast<size_t>(_n < 64 ? _n : 64));
+      for (int32_t _i = 0; _i < _n && _r.ok(); ++_i) {
+        _vec.emplace_back().read(_r, _ver);
+      }
+    }
+  }
+  if (flex) {
+    const uint32_t _ntags = _r.read_uvarint();
+    for (uint32_t _t = 0; _t < _ntags && _r.ok(); ++_t) {
+      [[maybe_unused]] const uint32_t _tag = _r.read_uvarint();
+      const uint32_t _size = _r.read_uvarint();
+      // Unknown tags are skipped: sub() has already moved _r past the value.
+      [[maybe_unused]] ::shale::protocol::Reader _sub = _r.sub(_size);
+    }
+  }
+}
+
+void WriteTxnMarkersResponse::write(::shale::protocol::Writer& _w, [[maybe_unused]] int16_t _ver) const {
+  [[maybe_unused]] const bool flex = true;
+  {
+    _w.write_array_len(static_cast<int64_t>(this->markers.size()), flex);
+    for (const auto& _e : this->markers) {
+      _e.write(_w, _ver);
+    }
+  }
+  if (flex) {
+    _w.write_uvarint(0);
+  }
+}
+
+::shale::Status WriteTxnMarkersResponse::decode(::shale::protocol::Reader& r, int16_t version) {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "WriteTxnMarkersResponse version " + std::to_string(version));
+  }
+  *this = WriteTxnMarkersResponse();
+  read(r, version);
+  return r.status();
+}
+
+::shale::Status WriteTxnMarkersResponse::encode(::shale::protocol::Writer& w, int16_t version) const {
+  if (version < kMinVersion || version > kMaxVersion) {
+    return ::shale::Error::make(::shale::Errc::kUnsupported, "WriteTxnMarkersResponse version " + std::to_string(version));
+  }
+  write(w, version);
+  return w.status();
+}
+
+size_t WriteTxnMarkersResponse::encoded_size(int16_t version) const {
   ::shale::protocol::Writer counter = ::shale::protocol::Writer::counter();
   write(counter, version);
   return counter.size();

@@ -21,6 +21,7 @@ struct PartitionResult {
   int16_t error_code{};
   std::optional<std::string> error_message{std::nullopt};
   int32_t state_epoch{};
+  int32_t leader_epoch{};
   int64_t start_offset{};
 
   void read(::shale::protocol::Reader& r, int16_t version);

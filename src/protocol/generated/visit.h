@@ -24,6 +24,8 @@
 #include "protocol/generated/alter_partition_response.h"
 #include "protocol/generated/alter_replica_log_dirs_request.h"
 #include "protocol/generated/alter_replica_log_dirs_response.h"
+#include "protocol/generated/alter_share_group_offsets_request.h"
+#include "protocol/generated/alter_share_group_offsets_response.h"
 #include "protocol/generated/alter_user_scram_credentials_request.h"
 #include "protocol/generated/alter_user_scram_credentials_response.h"
 #include "protocol/generated/api_versions_request.h"
@@ -40,8 +42,6 @@
 #include "protocol/generated/consumer_group_describe_response.h"
 #include "protocol/generated/consumer_group_heartbeat_request.h"
 #include "protocol/generated/consumer_group_heartbeat_response.h"
-#include "protocol/generated/controlled_shutdown_request.h"
-#include "protocol/generated/controlled_shutdown_response.h"
 #include "protocol/generated/controller_registration_request.h"
 #include "protocol/generated/controller_registration_response.h"
 #include "protocol/generated/create_acls_request.h"
@@ -58,6 +58,8 @@
 #include "protocol/generated/delete_groups_response.h"
 #include "protocol/generated/delete_records_request.h"
 #include "protocol/generated/delete_records_response.h"
+#include "protocol/generated/delete_share_group_offsets_request.h"
+#include "protocol/generated/delete_share_group_offsets_response.h"
 #include "protocol/generated/delete_share_group_state_request.h"
 #include "protocol/generated/delete_share_group_state_response.h"
 #include "protocol/generated/delete_topics_request.h"
@@ -80,6 +82,8 @@
 #include "protocol/generated/describe_producers_response.h"
 #include "protocol/generated/describe_quorum_request.h"
 #include "protocol/generated/describe_quorum_response.h"
+#include "protocol/generated/describe_share_group_offsets_request.h"
+#include "protocol/generated/describe_share_group_offsets_response.h"
 #include "protocol/generated/describe_topic_partitions_request.h"
 #include "protocol/generated/describe_topic_partitions_response.h"
 #include "protocol/generated/describe_transactions_request.h"
@@ -114,12 +118,10 @@
 #include "protocol/generated/initialize_share_group_state_response.h"
 #include "protocol/generated/join_group_request.h"
 #include "protocol/generated/join_group_response.h"
-#include "protocol/generated/leader_and_isr_request.h"
-#include "protocol/generated/leader_and_isr_response.h"
 #include "protocol/generated/leave_group_request.h"
 #include "protocol/generated/leave_group_response.h"
-#include "protocol/generated/list_client_metrics_resources_request.h"
-#include "protocol/generated/list_client_metrics_resources_response.h"
+#include "protocol/generated/list_config_resources_request.h"
+#include "protocol/generated/list_config_resources_response.h"
 #include "protocol/generated/list_groups_request.h"
 #include "protocol/generated/list_groups_response.h"
 #include "protocol/generated/list_offsets_request.h"
@@ -162,8 +164,10 @@
 #include "protocol/generated/share_group_describe_response.h"
 #include "protocol/generated/share_group_heartbeat_request.h"
 #include "protocol/generated/share_group_heartbeat_response.h"
-#include "protocol/generated/stop_replica_request.h"
-#include "protocol/generated/stop_replica_response.h"
+#include "protocol/generated/streams_group_describe_request.h"
+#include "protocol/generated/streams_group_describe_response.h"
+#include "protocol/generated/streams_group_heartbeat_request.h"
+#include "protocol/generated/streams_group_heartbeat_response.h"
 #include "protocol/generated/sync_group_request.h"
 #include "protocol/generated/sync_group_response.h"
 #include "protocol/generated/txn_offset_commit_request.h"
@@ -172,8 +176,6 @@
 #include "protocol/generated/unregister_broker_response.h"
 #include "protocol/generated/update_features_request.h"
 #include "protocol/generated/update_features_response.h"
-#include "protocol/generated/update_metadata_request.h"
-#include "protocol/generated/update_metadata_response.h"
 #include "protocol/generated/update_raft_voter_request.h"
 #include "protocol/generated/update_raft_voter_response.h"
 #include "protocol/generated/vote_request.h"
@@ -200,18 +202,6 @@ bool visit_request(int16_t key, F&& f) {
       return true;
     case 3:
       f(std::type_identity<MetadataRequest>{});
-      return true;
-    case 4:
-      f(std::type_identity<LeaderAndIsrRequest>{});
-      return true;
-    case 5:
-      f(std::type_identity<StopReplicaRequest>{});
-      return true;
-    case 6:
-      f(std::type_identity<UpdateMetadataRequest>{});
-      return true;
-    case 7:
-      f(std::type_identity<ControlledShutdownRequest>{});
       return true;
     case 8:
       f(std::type_identity<OffsetCommitRequest>{});
@@ -412,7 +402,7 @@ bool visit_request(int16_t key, F&& f) {
       f(std::type_identity<AssignReplicasToDirsRequest>{});
       return true;
     case 74:
-      f(std::type_identity<ListClientMetricsResourcesRequest>{});
+      f(std::type_identity<ListConfigResourcesRequest>{});
       return true;
     case 75:
       f(std::type_identity<DescribeTopicPartitionsRequest>{});
@@ -453,6 +443,21 @@ bool visit_request(int16_t key, F&& f) {
     case 87:
       f(std::type_identity<ReadShareGroupStateSummaryRequest>{});
       return true;
+    case 88:
+      f(std::type_identity<StreamsGroupHeartbeatRequest>{});
+      return true;
+    case 89:
+      f(std::type_identity<StreamsGroupDescribeRequest>{});
+      return true;
+    case 90:
+      f(std::type_identity<DescribeShareGroupOffsetsRequest>{});
+      return true;
+    case 91:
+      f(std::type_identity<AlterShareGroupOffsetsRequest>{});
+      return true;
+    case 92:
+      f(std::type_identity<DeleteShareGroupOffsetsRequest>{});
+      return true;
     default:
       return false;
   }
@@ -473,18 +478,6 @@ bool visit_response(int16_t key, F&& f) {
       return true;
     case 3:
       f(std::type_identity<MetadataResponse>{});
-      return true;
-    case 4:
-      f(std::type_identity<LeaderAndIsrResponse>{});
-      return true;
-    case 5:
-      f(std::type_identity<StopReplicaResponse>{});
-      return true;
-    case 6:
-      f(std::type_identity<UpdateMetadataResponse>{});
-      return true;
-    case 7:
-      f(std::type_identity<ControlledShutdownResponse>{});
       return true;
     case 8:
       f(std::type_identity<OffsetCommitResponse>{});
@@ -685,7 +678,7 @@ bool visit_response(int16_t key, F&& f) {
       f(std::type_identity<AssignReplicasToDirsResponse>{});
       return true;
     case 74:
-      f(std::type_identity<ListClientMetricsResourcesResponse>{});
+      f(std::type_identity<ListConfigResourcesResponse>{});
       return true;
     case 75:
       f(std::type_identity<DescribeTopicPartitionsResponse>{});
@@ -725,6 +718,21 @@ bool visit_response(int16_t key, F&& f) {
       return true;
     case 87:
       f(std::type_identity<ReadShareGroupStateSummaryResponse>{});
+      return true;
+    case 88:
+      f(std::type_identity<StreamsGroupHeartbeatResponse>{});
+      return true;
+    case 89:
+      f(std::type_identity<StreamsGroupDescribeResponse>{});
+      return true;
+    case 90:
+      f(std::type_identity<DescribeShareGroupOffsetsResponse>{});
+      return true;
+    case 91:
+      f(std::type_identity<AlterShareGroupOffsetsResponse>{});
+      return true;
+    case 92:
+      f(std::type_identity<DeleteShareGroupOffsetsResponse>{});
       return true;
     default:
       return false;

@@ -78,7 +78,7 @@ class S3ServerEnv : public ::testing::Environment {
       int status = 0;
       if (waitpid(g_server_pid, &status, WNOHANG) == g_server_pid) {
         g_server_pid = -1;
-        FAIL() << "S3 test server exited early (is moto installed? run scripts/setup)";
+        FAIL() << "S3 test server exited early (is moto installed? run scripts/setup --test)";
       }
       ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "S3 test server did not start";
       std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -14,7 +14,11 @@ class OffsetsTest : public GroupApiTest {
     r.group_id = group;
     if (topics) {
       r.topics.emplace();
-      for (const auto& t : *topics) r.topics->push_back({t, {0, 1}});
+      for (const auto& t : *topics) {
+        auto& rt = r.topics->emplace_back();  // named: 4.1.2 put topic_id between the fields
+        rt.name = t;
+        rt.partition_indexes = {0, 1};
+      }
     } else {
       r.topics.reset();
     }
@@ -26,14 +30,15 @@ class OffsetsTest : public GroupApiTest {
 
 TEST_F(OffsetsTest, SimpleCommitAndFetchAcrossVersions) {
   start();
-  for (int16_t v = 0; v <= 9; ++v) {
+  // Kafka 4 removed OffsetCommit v0-1 and OffsetFetch v0 (KIP-896).
+  for (int16_t v = 2; v <= 9; ++v) {
     const std::string g = "simple" + std::to_string(v);
     auto c = commit(g, v, {{"t1", 0, 100 + v}, {"t1", 1, 200 + v}});
     ASSERT_EQ(c.topics.size(), 1u);
     EXPECT_EQ(c.topics[0].partitions[0].error_code, 0) << v;
     EXPECT_EQ(c.topics[0].partitions[1].error_code, 0) << v;
   }
-  for (int16_t v = 0; v <= 7; ++v) {
+  for (int16_t v = 2; v <= 7; ++v) {
     auto f = fetch_one("simple" + std::to_string(v), v, std::vector<std::string>{"t1"});
     EXPECT_EQ(f.error_code, 0);
     ASSERT_EQ(f.topics.size(), 1u) << v;
@@ -73,10 +78,10 @@ TEST_F(OffsetsTest, GenerationChecks) {
   // A generation for a group that does not exist: ILLEGAL_GENERATION, GROUP_ID_NOT_FOUND at v9.
   EXPECT_EQ(commit("none", 8, {{"t1", 0, 5}}, 3, "x").topics[0].partitions[0].error_code, 22);
   EXPECT_EQ(commit("none", 9, {{"t1", 0, 5}}, 3, "x").topics[0].partitions[0].error_code, 69);
-  // v0 has no generation: as in Kafka, such commits are only accepted into an Empty group.
-  EXPECT_EQ(commit("g", 0, {{"t1", 1, 8}}, gen + 9, "ghost").topics[0].partitions[0].error_code,
-            25);
-  EXPECT_EQ(commit("other", 0, {{"t1", 1, 8}}).topics[0].partitions[0].error_code, 0);
+  // Without a generation (-1, no member: a simple or admin commit), as in Kafka, commits are
+  // only accepted into an Empty group.
+  EXPECT_EQ(commit("g", 2, {{"t1", 1, 8}}).topics[0].partitions[0].error_code, 25);
+  EXPECT_EQ(commit("other", 2, {{"t1", 1, 8}}).topics[0].partitions[0].error_code, 0);
   EXPECT_EQ(commit("", 3, {{"t1", 0, 5}}).topics[0].partitions[0].error_code, 24);
 }
 
@@ -135,7 +140,9 @@ TEST_F(OffsetsTest, MultiGroupFetch) {
     protocol::OffsetFetchRequest::OffsetFetchRequestGroup ga;
     ga.group_id = "a";
     ga.topics.emplace();
-    ga.topics->push_back({"t1", {0}});
+    auto& gat = ga.topics->emplace_back();
+    gat.name = "t1";
+    gat.partition_indexes = {0};
     protocol::OffsetFetchRequest::OffsetFetchRequestGroup gb;
     gb.group_id = "b";
     gb.topics.reset();  // all

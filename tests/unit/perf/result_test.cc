@@ -41,7 +41,7 @@ TEST(PerfResult, PeriodLineReproducesTheTutorialSample) {
             "2411.49 msg/s / 150.72 MiB/s | Backlog: 0.00 K msg | Prod Latency (ms) avg: 1.519 - "
             "50%: 1.217 - 99%: 4.947 - 99.9%: 11.263 - Max: 11.263 | E2E Latency (ms) avg: 1.979 "
             "- 50%: 1.595 - 99%: 6.264 - 99.9%: 9.451 - Max: 9.735");
-  // The padded widths of §3.1.
+  // The padded widths of PerfCommand's summary lines (docs/perf-tool.md).
   EXPECT_EQ(line.rfind(" 230.0s | Prod rate    803.83 msg/s /  50.24 MiB/s | ", 0), 0u);
   EXPECT_NE(line.find("| Backlog:   0.00 K msg |"), std::string::npos);
   EXPECT_NE(line.find("avg:     1.519 - 50%:     1.217 -"), std::string::npos);
