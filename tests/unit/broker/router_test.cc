@@ -228,6 +228,8 @@ TEST_F(RouterTest, AdvertisedVersionsAreTheHandlersNotTheSchemas) {
       {ApiKey::kCreatePartitions, {0, 3}},
       {ApiKey::kIncrementalAlterConfigs, {0, 1}},
       {ApiKey::kDescribeCluster, {0, 1}},
+      {ApiKey::kGetTelemetrySubscriptions, {0, 0}},
+      {ApiKey::kPushTelemetry, {0, 0}},
   };
   std::map<ApiKey, std::pair<int16_t, int16_t>> got;
   for (const auto& a : dispatcher().supported()) got[a.key] = {a.min_version, a.max_version};
