@@ -5,6 +5,7 @@
 //   <ns>/controller               {"id": <broker>}, attached to the controller's lease; its
 //                                 create revision is the controller's fencing token
 //   <ns>/assign/<topic_id>/<p>    Assignment (owner, leader epoch, state), permanent
+//   <ns>/identity                 {"cluster_id", "object_store"} of the first broker (identity.h)
 //
 // Ids: broker ids are int32 (Kafka's node ids); topic ids are the caller's string form of the
 // topic's UUID. Partition numbers in keys are decimal, so a prefix read returns them in key
@@ -31,6 +32,7 @@ class Keys {
   std::string broker(int32_t id) const { return brokers_prefix() + std::to_string(id); }
   std::string node_epoch(int32_t id) const { return ns_ + "/node_epoch/" + std::to_string(id); }
   std::string controller() const { return ns_ + "/controller"; }
+  std::string identity() const { return ns_ + "/identity"; }
   std::string assign_prefix() const { return ns_ + "/assign/"; }
   std::string assign_topic_prefix(std::string_view topic_id) const {
     return assign_prefix() + std::string(topic_id) + "/";

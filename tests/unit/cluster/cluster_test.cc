@@ -1,31 +1,61 @@
 // Cluster membership, controller election, fencing and placement: three members in one process
-// on one SqliteMetaStore, each with its own lease (LeaseKeeper), as three brokers would be.
+// on one MetaStore, each with its own lease (LeaseKeeper), as three brokers would be. The
+// fixture runs on the embedded SqliteMetaStore and on a real etcd (tests/unit/meta/etcd_server.h;
+// a missing etcd fails the etcd half with a pointer to scripts/setup).
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <set>
 #include <thread>
 
+#include "../meta/etcd_server.h"
 #include "cluster/assignments.h"
+#include "cluster/identity.h"
 #include "cluster/member.h"
 #include "cluster/placement.h"
+#include "meta/etcd_meta_store.h"
 #include "meta/sqlite_meta_store.h"
 
 namespace shale::cluster {
 namespace {
 
-constexpr int64_t kWait = 5000;
+constexpr int64_t kWait = 10000;
+
+// One etcd per test process, started on first use, killed at exit.
+meta::testing::EtcdServer* shared_etcd() {
+  static std::unique_ptr<meta::testing::EtcdServer> server;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    auto s = std::make_unique<meta::testing::EtcdServer>();
+    s->init("default", meta::testing::test_root());
+    if (s->start() && s->wait_healthy()) server = std::move(s);
+  }
+  return server.get();
+}
 
 struct Node {
   std::unique_ptr<meta::LeaseKeeper> lease;
   std::unique_ptr<Member> member;
 };
 
-class ClusterTest : public ::testing::Test {
+class ClusterTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    auto s = meta::SqliteMetaStore::open({":memory:", 10000, 10});
-    ASSERT_TRUE(s.ok());
+    if (GetParam() == "sqlite") {
+      auto s = meta::SqliteMetaStore::open({":memory:", 10000, 10});
+      ASSERT_TRUE(s.ok());
+      store_ = std::move(s).value();
+      return;
+    }
+    ASSERT_FALSE(meta::testing::find_etcd().empty()) << meta::testing::kEtcdMissing;
+    ASSERT_NE(shared_etcd(), nullptr) << "etcd did not start (see its log under /dev/shm)";
+    static int n = 0;
+    meta::EtcdOptions o;
+    o.endpoints = {shared_etcd()->endpoint()};
+    o.prefix = "cl" + std::to_string(getpid()) + "-" + std::to_string(++n) + "/";
+    auto s = meta::EtcdMetaStore::open(o);
+    ASSERT_TRUE(s.ok()) << s.error().to_string();
     store_ = std::move(s).value();
   }
   void TearDown() override {
@@ -76,9 +106,12 @@ class ClusterTest : public ::testing::Test {
     return c;
   }
 
-  std::unique_ptr<meta::SqliteMetaStore> store_;
+  std::unique_ptr<meta::MetaStore> store_;
   std::vector<Node> nodes_;
 };
+
+INSTANTIATE_TEST_SUITE_P(Backends, ClusterTest, ::testing::Values("sqlite", "etcd"),
+                         [](const auto& info) { return info.param; });
 
 TEST(ClusterModel, JsonRoundTripsAndRejectsGarbage) {
   BrokerInfo b;
@@ -139,7 +172,7 @@ TEST(ClusterPlacement, LeastLoadedFirstLowestIdBreaksTies) {
   EXPECT_FALSE(place({{1, 0}}, -1).ok());
 }
 
-TEST_F(ClusterTest, ThreeBrokersRegisterAndSeeEachOther) {
+TEST_P(ClusterTest, ThreeBrokersRegisterAndSeeEachOther) {
   start3();
   for (auto& n : nodes_) {
     auto live = n.member->live();
@@ -160,7 +193,7 @@ TEST_F(ClusterTest, ThreeBrokersRegisterAndSeeEachOther) {
   EXPECT_EQ((*kv)->lease, nodes_[1].lease->lease());
 }
 
-TEST_F(ClusterTest, SameIdWhileTheFirstLivesIsRefused) {
+TEST_P(ClusterTest, SameIdWhileTheFirstLivesIsRefused) {
   start3();
   auto dup = start(2);
   ASSERT_FALSE(dup.ok());
@@ -169,7 +202,7 @@ TEST_F(ClusterTest, SameIdWhileTheFirstLivesIsRefused) {
   EXPECT_EQ(nodes_[0].member->live().at(2).node_epoch, 1);
 }
 
-TEST_F(ClusterTest, LeaveOnRevokeAndOnExpiryRejoinWithHigherEpoch) {
+TEST_P(ClusterTest, LeaveOnRevokeAndOnExpiryRejoinWithHigherEpoch) {
   start3();
   Member* m1 = nodes_[0].member.get();
   // Clean leave: revoke.
@@ -189,7 +222,7 @@ TEST_F(ClusterTest, LeaveOnRevokeAndOnExpiryRejoinWithHigherEpoch) {
   nodes_[2] = std::move(back).value();
 }
 
-TEST_F(ClusterTest, ExactlyOneControllerAndAllAgree) {
+TEST_P(ClusterTest, ExactlyOneControllerAndAllAgree) {
   start3();
   for (auto& n : nodes_)
     ASSERT_TRUE(n.member->wait_until([&] { return n.member->controller().has_value(); }, kWait));
@@ -204,7 +237,7 @@ TEST_F(ClusterTest, ExactlyOneControllerAndAllAgree) {
   EXPECT_EQ(nodes_[1].member->controller_token(), 0);
 }
 
-TEST_F(ClusterTest, ControllerFailoverAndStaleControllerWritesAreFenced) {
+TEST_P(ClusterTest, ControllerFailoverAndStaleControllerWritesAreFenced) {
   start3();
   Member* old_ctl = nodes_[0].member.get();
   ASSERT_TRUE(old_ctl->wait_until([&] { return old_ctl->is_controller(); }, kWait));
@@ -244,7 +277,7 @@ TEST_F(ClusterTest, ControllerFailoverAndStaleControllerWritesAreFenced) {
   EXPECT_EQ(controllers(), 1);
 }
 
-TEST_F(ClusterTest, CallersCompareFailureIsConflictNotFenced) {
+TEST_P(ClusterTest, CallersCompareFailureIsConflictNotFenced) {
   start3();
   Member* c = nodes_[0].member.get();
   ASSERT_TRUE(c->wait_until([&] { return c->is_controller(); }, kWait));
@@ -256,7 +289,7 @@ TEST_F(ClusterTest, CallersCompareFailureIsConflictNotFenced) {
   EXPECT_EQ(r.error().code, Errc::kConflict);
 }
 
-TEST_F(ClusterTest, ReGrantedLeaseReRegistersWithHigherEpoch) {
+TEST_P(ClusterTest, ReGrantedLeaseReRegistersWithHigherEpoch) {
   auto n = start(1, 600, /*regrant=*/true);
   ASSERT_TRUE(n.ok());
   nodes_.push_back(std::move(n).value());
@@ -277,7 +310,7 @@ TEST_F(ClusterTest, ReGrantedLeaseReRegistersWithHigherEpoch) {
   ASSERT_TRUE(m->wait_until([&] { return m->is_controller(); }, kWait));
 }
 
-TEST_F(ClusterTest, CreatedPartitionsSpreadOverLiveBrokersAndRaceSafely) {
+TEST_P(ClusterTest, CreatedPartitionsSpreadOverLiveBrokersAndRaceSafely) {
   start3();
   std::mutex mu;
   std::vector<PartitionKey> heard;
@@ -332,6 +365,29 @@ TEST_F(ClusterTest, CreatedPartitionsSpreadOverLiveBrokersAndRaceSafely) {
   ASSERT_TRUE((*table)->wait_for(more->revision, kWait));
   EXPECT_EQ((*table2)->all(), (*table)->all());
   EXPECT_EQ((*table2)->all().size(), 9u);
+}
+
+TEST_P(ClusterTest, IdentityIsRecordedOnceAndMismatchesAreRefused) {
+  Keys k("c1");
+  ASSERT_TRUE(check_identity(store_.get(), k, "idA", "0@file:///objs").ok());
+  ASSERT_TRUE(check_identity(store_.get(), k, "idA", "0@file:///objs").ok());
+  auto other_id = check_identity(store_.get(), k, "idB", "0@file:///objs");
+  ASSERT_FALSE(other_id.ok());
+  EXPECT_EQ(other_id.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(other_id.error().message.find("'idB'"), std::string::npos);
+  EXPECT_NE(other_id.error().message.find("'idA'"), std::string::npos);
+  auto other_store = check_identity(store_.get(), k, "idA", "0@file:///elsewhere");
+  ASSERT_FALSE(other_store.ok());
+  EXPECT_NE(other_store.error().message.find("s3.data.buckets"), std::string::npos);
+  // The record is unchanged by the refused brokers; another namespace is another cluster.
+  auto kv = store_->get("c1/identity");
+  ASSERT_TRUE(kv.ok() && kv->has_value());
+  EXPECT_NE((*kv)->value.find("idA"), std::string::npos);
+  EXPECT_TRUE(check_identity(store_.get(), Keys("c2"), "idB", "0@file:///elsewhere").ok());
+  ASSERT_TRUE(store_->put("c3/identity", "garbage").ok());
+  auto bad = check_identity(store_.get(), Keys("c3"), "idA", "x");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.error().code, Errc::kCorruption);
 }
 
 }  // namespace
