@@ -65,8 +65,10 @@ std::string to_json(const Assignment& a) {
   nlohmann::json j;
   j["owner"] = a.owner;
   j["leader_epoch"] = a.leader_epoch;
-  j["state"] = a.state == Assignment::State::kOwned ? "OWNED" : "MOVING";
-  if (a.state == Assignment::State::kMoving) j["target"] = a.target;
+  j["state"] = a.state == Assignment::State::kOwned    ? "OWNED"
+               : a.state == Assignment::State::kMoving ? "MOVING"
+                                                       : "RELEASED";
+  if (a.state != Assignment::State::kOwned) j["target"] = a.target;
   j["since_ms"] = a.since_ms;
   return j.dump();
 }
@@ -82,8 +84,8 @@ Result<Assignment> assignment_from_json(std::string_view json) {
     std::string st = j.at("state").get<std::string>();
     if (st == "OWNED") {
       a.state = Assignment::State::kOwned;
-    } else if (st == "MOVING") {
-      a.state = Assignment::State::kMoving;
+    } else if (st == "MOVING" || st == "RELEASED") {
+      a.state = st == "MOVING" ? Assignment::State::kMoving : Assignment::State::kReleased;
       a.target = j.at("target").get<int32_t>();
     } else {
       return Error::make(Errc::kCorruption, "assignment state '" + st + "'");

@@ -63,11 +63,14 @@ std::string to_json(const BrokerInfo& b);
 Result<BrokerInfo> broker_from_json(std::string_view json);
 
 struct Assignment {
-  enum class State { kOwned, kMoving };
+  // kOwned: the owner serves. kMoving: a move to `target` was asked; the owner still serves
+  // until it has drained and closed the stream. kReleased: the owner has closed the stream and
+  // serves nothing; only `target` may take it over (moves.h).
+  enum class State { kOwned, kMoving, kReleased };
   int32_t owner = -1;
   int32_t leader_epoch = 0;  // rises with every change of owner
   State state = State::kOwned;
-  int32_t target = -1;   // kMoving: the broker it moves to
+  int32_t target = -1;   // kMoving, kReleased: the broker it moves to
   int64_t since_ms = 0;  // wall clock of the last change
 
   bool operator==(const Assignment&) const = default;

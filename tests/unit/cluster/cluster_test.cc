@@ -4,6 +4,7 @@
 // a missing etcd fails the etcd half with a pointer to scripts/setup).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <set>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "cluster/assignments.h"
 #include "cluster/identity.h"
 #include "cluster/member.h"
+#include "cluster/moves.h"
 #include "cluster/placement.h"
 #include "meta/etcd_meta_store.h"
 #include "meta/sqlite_meta_store.h"
@@ -142,6 +144,10 @@ TEST(ClusterModel, JsonRoundTripsAndRejectsGarbage) {
   ASSERT_FALSE(bad_state.ok());
   EXPECT_EQ(bad_state.error().code, Errc::kCorruption);
   EXPECT_FALSE(assignment_from_json(R"({"owner":1,"leader_epoch":0,"state":"MOVING"})").ok());
+  a.state = Assignment::State::kReleased;
+  auto a3 = assignment_from_json(to_json(a));
+  ASSERT_TRUE(a3.ok());
+  EXPECT_EQ(*a3, a);
 }
 
 TEST(ClusterModel, KeysParse) {
@@ -388,6 +394,122 @@ TEST_P(ClusterTest, IdentityIsRecordedOnceAndMismatchesAreRefused) {
   auto bad = check_identity(store_.get(), Keys("c3"), "idA", "x");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Errc::kCorruption);
+}
+
+// The whole move A → B at the metadata level, with every refusal on the way.
+TEST_P(ClusterTest, MoveProtocolRaisesTheLeaderEpochAndNeverHasTwoServers) {
+  Keys k("c1");
+  auto c = create_assignments(store_.get(), k, "t", 0, 2, {{1, 0}, {2, 0}});
+  ASSERT_TRUE(c.ok());
+  const std::set<int32_t> live{1, 2, 3};
+  auto serving = [&](int32_t p) {
+    std::set<int32_t> s;
+    auto kv = store_->get(k.assign("t", p));
+    auto a = assignment_from_json((*kv)->value);
+    for (int32_t b : live)
+      if (may_serve(*a, b)) s.insert(b);
+    return s;
+  };
+  // Bad input: unknown partition, dead or unknown target; nothing changes.
+  auto unknown = request_move(store_.get(), k, "t", 9, 2, live);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, Errc::kNotFound);
+  auto dead = request_move(store_.get(), k, "t", 0, 4, live);
+  ASSERT_FALSE(dead.ok());
+  EXPECT_EQ(dead.error().code, Errc::kInvalidArgument);
+  EXPECT_EQ(serving(0), (std::set<int32_t>{1}));
+  // Moving to the owner is a no-op.
+  auto same = request_move(store_.get(), k, "t", 0, 1, live);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->state, Assignment::State::kOwned);
+
+  auto m = request_move(store_.get(), k, "t", 0, 3, live);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->state, Assignment::State::kMoving);
+  EXPECT_EQ(serving(0), (std::set<int32_t>{1}));  // A serves until it releases
+  // B may not take it before A released it; nobody but A may release it.
+  auto early = take_over(store_.get(), k, "t", 0, 3);
+  ASSERT_FALSE(early.ok());
+  EXPECT_EQ(early.error().code, Errc::kConflict);
+  auto not_owner = release(store_.get(), k, "t", 0, 2);
+  ASSERT_FALSE(not_owner.ok());
+  EXPECT_EQ(not_owner.error().code, Errc::kFenced);
+  // Re-target while MOVING, then A releases.
+  ASSERT_TRUE(request_move(store_.get(), k, "t", 0, 2, live).ok());
+  auto rel = release(store_.get(), k, "t", 0, 1);
+  ASSERT_TRUE(rel.ok());
+  EXPECT_EQ(rel->state, Assignment::State::kReleased);
+  EXPECT_EQ(serving(0), (std::set<int32_t>{}));  // nobody serves in between
+  auto late_cancel = cancel_move(store_.get(), k, "t", 0);
+  ASSERT_FALSE(late_cancel.ok());
+  EXPECT_EQ(late_cancel.error().code, Errc::kConflict);
+  auto wrong_target = take_over(store_.get(), k, "t", 0, 3);
+  ASSERT_FALSE(wrong_target.ok());
+  EXPECT_EQ(wrong_target.error().code, Errc::kFenced);
+  // B takes over with its own op in the same transaction; a failing compare of B's keeps all.
+  meta::Txn bad;
+  bad.compares.push_back({"c1/stream-epoch", 777});
+  auto refused = take_over(store_.get(), k, "t", 0, 2, bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(serving(0), (std::set<int32_t>{}));
+  meta::Txn open;
+  open.ops.push_back(meta::Op::put("c1/stream-epoch", "1"));
+  auto own = take_over(store_.get(), k, "t", 0, 2, open);
+  ASSERT_TRUE(own.ok()) << own.error().to_string();
+  EXPECT_EQ(own->owner, 2);
+  EXPECT_EQ(own->leader_epoch, 1);
+  EXPECT_EQ(own->state, Assignment::State::kOwned);
+  EXPECT_EQ(serving(0), (std::set<int32_t>{2}));
+  EXPECT_TRUE(store_->get("c1/stream-epoch")->has_value());
+  // Taking over again is idempotent; the epoch rises once per change of owner.
+  auto again = take_over(store_.get(), k, "t", 0, 2);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->leader_epoch, 1);
+  ASSERT_TRUE(request_move(store_.get(), k, "t", 0, 1, live).ok());
+  ASSERT_TRUE(release(store_.get(), k, "t", 0, 2).ok());
+  auto back = take_over(store_.get(), k, "t", 0, 1);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(back->leader_epoch, 2);
+
+  // Cancel before release: the owner keeps it, same epoch. Asking for the owner cancels too.
+  ASSERT_TRUE(request_move(store_.get(), k, "t", 1, 3, live).ok());
+  auto cancelled = cancel_move(store_.get(), k, "t", 1);
+  ASSERT_TRUE(cancelled.ok());
+  EXPECT_EQ(cancelled->state, Assignment::State::kOwned);
+  EXPECT_EQ(cancelled->owner, 2);
+  EXPECT_EQ(cancelled->leader_epoch, 0);
+  ASSERT_TRUE(request_move(store_.get(), k, "t", 1, 3, live).ok());
+  auto to_owner = request_move(store_.get(), k, "t", 1, 2, live);
+  ASSERT_TRUE(to_owner.ok());
+  EXPECT_EQ(to_owner->state, Assignment::State::kOwned);
+}
+
+// Two brokers asking for different moves of one partition at once: each transition compares
+// the record's revision, so the final record is one of the two requests, never a mix.
+TEST_P(ClusterTest, ConcurrentMoveRequestsRaceSafely) {
+  Keys k("c1");
+  ASSERT_TRUE(create_assignments(store_.get(), k, "t", 0, 1, {{1, 0}}).ok());
+  const std::set<int32_t> live{1, 2, 3};
+  std::atomic<int> ok{0}, conflict{0};
+  std::vector<std::thread> ts;
+  for (int32_t target : {2, 3, 2, 3}) {
+    ts.emplace_back([&, target] {
+      auto r = request_move(store_.get(), k, "t", 0, target, live);
+      if (r.ok())
+        ++ok;
+      else if (r.error().code == Errc::kConflict)
+        ++conflict;
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(ok + conflict, 4);
+  EXPECT_GE(ok.load(), 1);
+  auto kv = store_->get(k.assign("t", 0));
+  auto a = assignment_from_json((*kv)->value);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->owner, 1);
+  EXPECT_EQ(a->state, Assignment::State::kMoving);
+  EXPECT_TRUE(a->target == 2 || a->target == 3);
 }
 
 }  // namespace
