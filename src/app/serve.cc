@@ -32,6 +32,8 @@
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
+#include "cluster/identity.h"
+#include "cluster/member.h"
 #include "meta/lease_keeper.h"
 #include "meta/open_store.h"
 #include "net/server.h"
@@ -258,6 +260,14 @@ int serve_main(int argc, char** argv) {
   }
   auto buckets = cfg.get_list("s3.data.buckets");
   if (buckets.empty()) return fail("configuration key 's3.data.buckets' is empty");
+  // Cluster mode: brokers share the metadata store (etcd), so they must agree on the cluster id
+  // and the object store before any of them writes; the first broker records both.
+  const bool cluster_mode = msc.uri != "sqlite";
+  const cluster::Keys cluster_keys(broker::BrokerConfig{}.ns);
+  if (cluster_mode) {
+    auto st = cluster::check_identity(meta->get(), cluster_keys, *cluster_id, buckets.front());
+    if (!st.ok()) return fail("cluster identity: " + st.error().message);
+  }
   auto store = objstore::open_object_store(buckets.front());
   if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
   storage::EngineOptions eo;
@@ -330,6 +340,28 @@ int serve_main(int argc, char** argv) {
     }
     broker.set_endpoints(std::move(adv));
   }
+  // Cluster mode: register under the lease (advertising the bound listeners) and take part in
+  // the controller election. A restarted broker waits out its previous lease.
+  std::unique_ptr<cluster::Member> member;
+  if (cluster_mode) {
+    cluster::MemberOptions mo;
+    mo.ns = cluster_keys.ns();
+    mo.self.id = bc.node_id;
+    for (const auto& e : broker.config().endpoints)
+      mo.self.listeners[e.listener] = e.host + ":" + std::to_string(e.port);
+    mo.self.rack = bc.rack;
+    mo.self.wal_uri = eo.wal_path;
+    mo.register_wait_ms = lease->ttl_ms() + 1000;
+    if (eo.wal_path.rfind("file://", 0) == 0) {
+      spdlog::warn(
+          "cluster mode with a file WAL ({}): if it is on a local disk, no other broker can "
+          "replay it when this host dies; put it on storage every broker mounts",
+          eo.wal_path);
+    }
+    auto m = cluster::Member::start(meta->get(), lease.get(), std::move(mo));
+    if (!m.ok()) return fail("cluster membership: " + m.error().to_string());
+    member = std::move(m).value();
+  }
   // Consumer groups: the coordinator answers for this node at its first advertised endpoint.
   broker::GroupServiceConfig gcfg;
   gcfg.coordinator.node_id = cfg.get_int("node.id");
@@ -383,6 +415,13 @@ int serve_main(int argc, char** argv) {
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
   if (metrics) metrics->write_final();  // includes the shutdown's uploads
+  member.reset();
+  if (lease) {
+    // A clean exit gives up the lease at once: the broker leaves the live set (and the
+    // controller key, if it held it) now instead of a TTL later.
+    if (auto st = lease->revoke(); !st.ok())
+      spdlog::warn("revoking the metadata lease: {}", st.error().to_string());
+  }
   spdlog::info("stopped");
   return 0;
 }

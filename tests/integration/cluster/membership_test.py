@@ -1,0 +1,153 @@
+#!/usr/bin/env python3
+"""Cluster membership against real processes: a real etcd (Debian's etcd-server) and three
+`shale serve` on loopback ports sharing one object directory, each with its own WAL.
+
+Cases:
+  membership  the three register under their leases (listeners, WAL, node epoch 1) and elect
+              exactly one controller; kill -9 of the controller moves the controller within the
+              lease TTL and drops its record; its restart registers with node epoch 2; a clean
+              stop (SIGTERM) leaves the live set at once; a broker with another cluster id, or
+              another object store, refuses to start
+
+Usage: membership_test.py <case>   (SHALE_BIN names the binary)
+"""
+import base64
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from etcd_test import SHALE, Broker, Etcd, STORAGE  # noqa: E402
+
+CLUSTER_ID = "itcluster1"
+TTL_MS = 3000
+
+
+def etcd_range(etcd, prefix):
+    """{key: (json value, lease)} for every key under prefix, through etcd's JSON gateway."""
+    end = prefix[:-1] + chr(ord(prefix[-1]) + 1)
+    body = json.dumps({"key": base64.b64encode(prefix.encode()).decode(),
+                       "range_end": base64.b64encode(end.encode()).decode()}).encode()
+    req = urllib.request.Request("http://127.0.0.1:%d/v3/kv/range" % etcd.client, data=body)
+    with urllib.request.urlopen(req, timeout=5) as r:
+        kvs = json.loads(r.read()).get("kvs", [])
+    out = {}
+    for kv in kvs:
+        key = base64.b64decode(kv["key"]).decode()
+        out[key] = (json.loads(base64.b64decode(kv.get("value", "")).decode() or "null"),
+                    int(kv.get("lease", "0")))
+    return out
+
+
+def brokers(etcd):
+    return {v["id"]: v for k, (v, _) in etcd_range(etcd, "it/").items()
+            if k.startswith("it/shale/brokers/")}
+
+
+def controller(etcd):
+    kv = etcd_range(etcd, "it/shale/controller")
+    v = kv.get("it/shale/controller")
+    return v[0]["id"] if v else None
+
+
+def wait(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def start(tmp, etcd, node, objects, extra=()):
+    data = os.path.join(tmp, "b%d" % node)
+    os.makedirs(data, exist_ok=True)
+    return Broker(data, etcd, ["node.id=%d" % node, "cluster.id=" + CLUSTER_ID,
+                               "s3.data.buckets=0@file://" + objects,
+                               "broker.session.timeout.ms=%d" % TTL_MS] + list(extra))
+
+
+def refused(tmp, etcd, node, objects, cluster_id):
+    data = os.path.join(tmp, "bad%d" % node)
+    args = [SHALE, "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
+            "--override", "data.dir=" + data,
+            "--override", "metadata.store=etcd://127.0.0.1:%d/it/" % etcd.client,
+            "--override", "node.id=%d" % node, "--override", "cluster.id=" + cluster_id,
+            "--override", "s3.data.buckets=0@file://" + objects]
+    for o in STORAGE:
+        args += ["--override", o]
+    r = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert r.returncode != 0, "a mismatched broker started:\n" + r.stdout + r.stderr
+    return r.stderr
+
+
+def case_membership(tmp):
+    etcd = Etcd(tmp)
+    objects = os.path.join(tmp, "objects")
+    os.makedirs(objects)
+    bs = {}
+    try:
+        for n in (1, 2, 3):
+            bs[n] = start(tmp, etcd, n, objects)
+        live = wait(lambda: len(brokers(etcd)) == 3 and brokers(etcd), 10, "three brokers")
+        for n in (1, 2, 3):
+            rec = live[n]
+            assert rec["listeners"] == {"PLAINTEXT": bs[n].bootstrap}, rec
+            assert rec["node_epoch"] == 1, rec
+            assert rec["wal"].endswith("/b%d/wal" % n), rec
+        # Every record is leased, each on its own lease.
+        leases = {lease for k, (_, lease) in etcd_range(etcd, "it/shale/brokers/").items()}
+        assert len(leases) == 3 and 0 not in leases, leases
+        assert controller(etcd) == 1, controller(etcd)
+        print("registered: %s; controller 1" %
+              ", ".join("%d@%s" % (n, live[n]["listeners"]["PLAINTEXT"]) for n in (1, 2, 3)))
+
+        # kill -9 of the controller: its lease runs out, another broker takes over.
+        t0 = time.time()
+        bs[1].stop(signal.SIGKILL)
+        new = wait(lambda: controller(etcd) in (2, 3) and controller(etcd), TTL_MS / 1000 + 5,
+                   "a new controller")
+        assert 1 not in brokers(etcd)
+        print("controller %d after kill -9 of 1 in %.1f s" % (new, time.time() - t0))
+        bs[1] = start(tmp, etcd, 1, objects)
+        rec = wait(lambda: brokers(etcd).get(1), 10, "broker 1 back")
+        assert rec["node_epoch"] == 2, rec
+        assert controller(etcd) == new, "the controller moved back without cause"
+
+        # A clean stop revokes the lease: the record goes at once.
+        t0 = time.time()
+        bs[2].stop()
+        del bs[2]
+        wait(lambda: 2 not in brokers(etcd), 2, "broker 2 to leave")
+        wait(lambda: controller(etcd) in (1, 3), TTL_MS / 1000 + 5, "a controller")
+        print("broker 2 left %.2f s after SIGTERM; controller %d" %
+              (time.time() - t0, controller(etcd)))
+
+        err = refused(tmp, etcd, 7, objects, "othercluster")
+        assert "cluster identity" in err and "othercluster" in err and CLUSTER_ID in err, err
+        err = refused(tmp, etcd, 8, os.path.join(tmp, "other-objects"), CLUSTER_ID)
+        assert "s3.data.buckets" in err, err
+        assert set(brokers(etcd)) == {1, 3}, brokers(etcd)
+        print("mismatched cluster id and object store refused")
+    finally:
+        for b in bs.values():
+            if b.proc.poll() is None:
+                b.stop()
+        etcd.kill()
+
+
+CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        print("cases: " + " ".join(sorted(CASES)))
+        sys.exit(2)
+    with tempfile.TemporaryDirectory(prefix="shale-cluster-it-") as d:
+        CASES[sys.argv[1]](d)
+    print("ok")
