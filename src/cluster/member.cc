@@ -294,6 +294,32 @@ Result<int64_t> Member::controller_commit(meta::Txn txn) {
   return r;
 }
 
+Status Member::set_listeners(std::map<std::string, std::string> listeners) {
+  BrokerInfo info;
+  int64_t lease;
+  {
+    std::lock_guard lk(mu_);
+    self_.listeners = std::move(listeners);
+    info = self_;
+    lease = registered_lease_;
+  }
+  auto cur = store_->get(keys_.broker(id_));
+  if (!cur.ok()) return std::move(cur).error();
+  // Gone, or another lease's: the member thread registers again, with the new listeners.
+  if (!cur->has_value() || (*cur)->lease != lease) {
+    std::lock_guard lk(mu_);
+    changed_ = true;
+    cv_.notify_all();
+    return ok_status();
+  }
+  meta::Txn t;
+  t.compares.push_back({keys_.broker(id_), (*cur)->mod_revision});
+  t.ops.push_back(meta::Op::put(keys_.broker(id_), to_json(info), lease));
+  auto r = store_->commit(t);
+  if (!r.ok()) return std::move(r).error();
+  return ok_status();
+}
+
 bool Member::wait_until(const std::function<bool()>& pred, int64_t timeout_ms) {
   const int64_t deadline = clock::mono_ms() + timeout_ms;
   while (!pred()) {

@@ -62,6 +62,11 @@ class Member {
   bool is_controller() const;
   int64_t controller_token() const;  // the key's create revision when is_controller(), else 0
 
+  // Rewrites this broker's record with new listener addresses (same lease and node epoch): a
+  // broker registers before its listeners are bound, so that a duplicate id is refused before
+  // it opens anything, and publishes the bound ports afterwards. Blocking.
+  Status set_listeners(std::map<std::string, std::string> listeners);
+
   // A controller write: txn plus the fencing compare. kFenced when this member is not the
   // controller or its token no longer holds in the store; kConflict when a compare of the
   // caller's failed.

@@ -7,7 +7,8 @@ Cases:
               exactly one controller; kill -9 of the controller moves the controller within the
               lease TTL and drops its record; its restart registers with node epoch 2; a clean
               stop (SIGTERM) leaves the live set at once; a broker with another cluster id, or
-              another object store, refuses to start
+              another object store, refuses to start; a second process with a live broker's id
+              is refused before it opens its storage, and the live broker keeps serving
 
 Usage: membership_test.py <case>   (SHALE_BIN names the binary)
 """
@@ -22,7 +23,7 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from etcd_test import SHALE, Broker, Etcd, STORAGE  # noqa: E402
+from etcd_test import SHALE, Broker, Etcd, STORAGE, consume, produce  # noqa: E402
 
 CLUSTER_ID = "itcluster1"
 TTL_MS = 3000
@@ -45,8 +46,7 @@ def etcd_range(etcd, prefix):
 
 
 def brokers(etcd):
-    return {v["id"]: v for k, (v, _) in etcd_range(etcd, "it/").items()
-            if k.startswith("it/shale/brokers/")}
+    return {v["id"]: v for k, (v, _) in etcd_range(etcd, "it/shale/brokers/").items()}
 
 
 def controller(etcd):
@@ -135,6 +135,19 @@ def case_membership(tmp):
         assert "s3.data.buckets" in err, err
         assert set(brokers(etcd)) == {1, 3}, brokers(etcd)
         print("mismatched cluster id and object store refused")
+
+        # A second process with broker 3's id waits out the lease, then gives up without having
+        # opened the storage engine (which would bump the node's storage epoch and fence 3).
+        assert produce(bs[3], "dup", ["before-%d" % i for i in range(50)])
+        t0 = time.time()
+        err = refused(tmp, etcd, 3, objects, CLUSTER_ID)
+        assert "registered by another live process" in err, err
+        assert brokers(etcd)[3]["node_epoch"] == 1, brokers(etcd)
+        assert produce(bs[3], "dup", ["after-%d" % i for i in range(50)],
+                       "-X", "message.timeout.ms=20000"), "broker 3 stopped acknowledging"
+        got = consume(bs[3], "dup")
+        assert got == ["before-%d" % i for i in range(50)] + ["after-%d" % i for i in range(50)]
+        print("duplicate id refused after %.1f s; broker 3 kept serving" % (time.time() - t0))
     finally:
         for b in bs.values():
             if b.proc.poll() is None:

@@ -199,6 +199,19 @@ TEST_P(ClusterTest, ThreeBrokersRegisterAndSeeEachOther) {
   EXPECT_EQ((*kv)->lease, nodes_[1].lease->lease());
 }
 
+TEST_P(ClusterTest, ListenersPublishedAfterBindingKeepLeaseAndEpoch) {
+  start3();
+  Member* m2 = nodes_[1].member.get();
+  ASSERT_TRUE(m2->set_listeners({{"PLAINTEXT", "127.0.0.1:40002"}}).ok());
+  Member* m1 = nodes_[0].member.get();
+  ASSERT_TRUE(m1->wait_until(
+      [&] { return m1->live().at(2).listeners.at("PLAINTEXT") == "127.0.0.1:40002"; }, kWait));
+  EXPECT_EQ(m1->live().at(2).node_epoch, 1);
+  auto kv = store_->get("c1/brokers/2");
+  ASSERT_TRUE(kv.ok() && kv->has_value());
+  EXPECT_EQ((*kv)->lease, nodes_[1].lease->lease());
+}
+
 TEST_P(ClusterTest, SameIdWhileTheFirstLivesIsRefused) {
   start3();
   auto dup = start(2);
