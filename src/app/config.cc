@@ -176,8 +176,9 @@ const std::vector<ConfigKey> kKeys = {
     {"metadata.etcd.max.txn.ops", ConfigType::kInt, "128", "Metadata",
      "Most compares or operations in one etcd transaction: etcd's --max-txn-ops (default 128). "
      "Checked against the server at start-up (a start fails naming --max-txn-ops if etcd "
-     "refuses it). The storage engine splits uploads to stay within it; a transaction that "
-     "still exceeds it fails with an error naming the etcd flag.",
+     "refuses it). Uploads, compaction rounds and large offset commits are split or sized to "
+     "stay within it; a transaction that still exceeds it fails with an error naming the etcd "
+     "flag.",
      8, INT32_MAX},
     {"metadata.etcd.max.request.bytes", ConfigType::kLong, "1572864", "Metadata",
      "Largest etcd request: etcd's --max-request-bytes (default 1.5 MiB). A larger transaction "

@@ -140,16 +140,21 @@ bool has_prefix(std::string_view s, std::string_view p) { return s.substr(0, p.s
 // etcd refuses an empty key; "\0" is the smallest key there is (no key is empty).
 std::string b64_key(const std::string& k) { return b64(k.empty() ? std::string(1, '\0') : k); }
 
+// n = 0: etcd refused it (its limit is lower than the configured one).
 std::string too_many_ops(size_t n, int64_t limit) {
-  return "transaction has " + std::to_string(n) +
-         " compares or operations, more than etcd accepts (--max-txn-ops=" + std::to_string(limit) +
+  std::string what = n ? "transaction has " + std::to_string(n) + " compares or operations, more"
+                       : "transaction has more compares or operations";
+  return what + " than etcd accepts (--max-txn-ops; configured metadata.etcd.max.txn.ops=" +
+         std::to_string(limit) +
          "): start every etcd member with a larger --max-txn-ops and set "
          "metadata.etcd.max.txn.ops to match";
 }
 
 std::string too_large(size_t n, int64_t limit) {
   return "transaction of about " + std::to_string(n) +
-         " bytes is larger than etcd accepts (--max-request-bytes=" + std::to_string(limit) +
+         " bytes is larger than etcd accepts (--max-request-bytes; configured "
+         "metadata.etcd.max.request.bytes=" +
+         std::to_string(limit) +
          "): start every etcd member with a larger --max-request-bytes and set "
          "metadata.etcd.max.request.bytes to match";
 }
@@ -655,6 +660,7 @@ namespace {
 struct StreamCtx {
   std::string buf;
   bool created = false;
+  bool created_seen_now = false;  // the answer being handled is the creation answer
   bool compacted = false;
   bool failed = false;  // canceled / error line: reconnect
   std::function<void(const json&)> on_result;
@@ -695,7 +701,7 @@ void EtcdMetaStore::watch_loop(const std::shared_ptr<Watcher>& w) {
   while (!w->stop) {
     StreamCtx ctx;
     ctx.on_result = [&](const json& r) {
-      if (boolean(r, "created")) ctx.created = true;
+      if (boolean(r, "created")) ctx.created = ctx.created_seen_now = true;
       if (boolean(r, "canceled")) {
         if (i64(r, "compact_revision") > 0) {
           ctx.compacted = true;
@@ -736,11 +742,19 @@ void EtcdMetaStore::watch_loop(const std::shared_ptr<Watcher>& w) {
         batch.push_back(std::move(we));
       }
       flush();
+      // A progress notification (no events, not the creation answer): every event up to its
+      // header revision has been sent, so a reconnect may start after it (a quiet prefix then
+      // does not fall behind compaction).
+      if (!ctx.created_seen_now && array(r, "events").empty()) {
+        w->last_rev = std::max(w->last_rev, i64(member(r, "header"), "revision"));
+      }
+      ctx.created_seen_now = false;
     };
     json req = {{"create_request",
                  {{"key", b64_key(b)},
                   {"range_end", b64(e)},
-                  {"start_revision", std::to_string(w->last_rev + 1)}}}};
+                  {"start_revision", std::to_string(w->last_rev + 1)},
+                  {"progress_notify", true}}}};
     std::string payload = req.dump();
     const std::string& host = opts_.endpoints[ep % opts_.endpoints.size()];
     std::string url = "http://" + host + "/v3/watch";

@@ -18,12 +18,16 @@
 // fails naming --max-txn-ops if it does not.
 //
 // Watches: one reader thread per watch holds a /v3/watch stream; events go to one store-owned
-// dispatcher thread that calls callbacks in revision order, one call per revision. A dropped
+// dispatcher thread that calls callbacks one at a time, one call per revision, in revision
+// order for each watch (two watches' deliveries interleave in arrival order). A dropped
 // stream (etcd restart, leader change, member killed) reconnects — to the next endpoint — and
 // resumes from the last delivered revision + 1. If etcd answers that revision was compacted,
 // the watcher reloads the prefix and emits synthesized events that bring it to the current
 // state (puts for keys newer than what it saw, deletes for keys it knew that are gone), then
 // resumes. For that each watch keeps the set of keys under its prefix that it knows exist.
+//
+// Not handled: an etcd cluster rebuilt from scratch (revisions going backwards) — watches would
+// wait for revisions the new cluster has not reached.
 //
 // Threading: every public method is thread-safe and blocks on the network. Callbacks must not
 // call watch()/cancel_watch() (they may read or write). cancel_watch() waits for a running

@@ -64,9 +64,17 @@ void LeaseKeeper::run() {
   };
   std::unique_lock lk(mu_);
   while (!stop_) {
-    int64_t wait = next - clock::mono_ms();
-    if (wait > 0) {
-      cv_.wait_for(lk, std::chrono::milliseconds(wait));
+    const int64_t now = clock::mono_ms();
+    if (now >= valid_until_.load() && !lapsed_reported) {
+      // Reported when it happens, not at the next failed renewal.
+      lk.unlock();
+      report_lapse();
+      lk.lock();
+      continue;
+    }
+    int64_t wake = lapsed_reported ? next : std::min(next, valid_until_.load());
+    if (wake > now) {
+      cv_.wait_for(lk, std::chrono::milliseconds(wake - now));
       continue;
     }
     lk.unlock();

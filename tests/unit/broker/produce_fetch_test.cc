@@ -1,5 +1,6 @@
 // Produce and Fetch over a real Broker: offsets, validation errors, durability before the
 // response, back-pressure, idempotent producers, long-poll and incremental fetch sessions.
+#include <atomic>
 #include <chrono>
 
 #include "broker_test_util.h"
@@ -116,6 +117,20 @@ TEST_F(BrokerTest, BackPressureIsARetriableError) {
   EXPECT_TRUE(protocol::is_retriable(static_cast<ErrorCode>(ec)));
   fake_->refuse_appends(false);
   EXPECT_EQ(produce("bp", 0, batch(1)).responses[0].partition_responses[0].base_offset, 0);
+}
+
+TEST_F(BrokerTest, ProduceIsRefusedWhileTheAckGateIsClosed) {
+  create_topic("gate", 1);
+  std::atomic<bool> lease_valid{false};
+  broker_->set_ack_gate([&] { return lease_valid.load(); });
+  auto r = produce("gate", 0, batch(1));
+  const int16_t ec = r.responses[0].partition_responses[0].error_code;
+  EXPECT_EQ(ec, code(ErrorCode::kNotLeaderOrFollower));
+  EXPECT_TRUE(protocol::is_retriable(static_cast<ErrorCode>(ec)));
+  EXPECT_EQ(broker_->topics().partition("gate", 0)->high_watermark(), 0);  // nothing appended
+  lease_valid = true;
+  EXPECT_EQ(produce("gate", 0, batch(1)).responses[0].partition_responses[0].base_offset, 0);
+  broker_->set_ack_gate({});
 }
 
 TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {

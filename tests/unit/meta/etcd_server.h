@@ -12,14 +12,18 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -29,7 +33,6 @@ namespace shale::meta::testing {
 inline std::string find_etcd() {
   const char* path = std::getenv("PATH");
   std::string p = path ? path : "/usr/bin:/bin";
-  p += ":/usr/bin:/usr/local/bin";
   size_t pos = 0;
   while (pos <= p.size()) {
     size_t c = p.find(':', pos);
@@ -84,7 +87,11 @@ class EtcdServer {
   EtcdServer() = default;
   ~EtcdServer() {
     kill();
-    if (!dir_.empty()) std::filesystem::remove_all(dir_);
+    if (!dir_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir_, ec);
+      std::filesystem::remove(dir_.parent_path(), ec);  // the test root, once empty
+    }
   }
 
   // Prepares name, ports and data dir; start() runs it.
@@ -153,6 +160,100 @@ class EtcdServer {
   int peer_port_ = 0;
   std::filesystem::path dir_;
   pid_t pid_ = -1;
+};
+
+// A TCP proxy in front of an etcd member, to cut one client off (a network partition) while
+// others still reach etcd. Down: open connections are shut and new ones closed at once.
+class TcpProxy {
+ public:
+  explicit TcpProxy(int target_port) : target_(target_port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    listen(fd_, 16);
+    accept_thread_ = std::thread([this] { accept_loop(); });
+  }
+  ~TcpProxy() {
+    stop_ = true;
+    set_up(false);
+    shutdown(fd_, SHUT_RDWR);
+    close(fd_);
+    accept_thread_.join();
+    std::vector<std::thread> ts;
+    {
+      std::lock_guard lk(mu_);
+      ts.swap(pumps_);
+    }
+    for (auto& t : ts) t.join();
+  }
+  std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  void set_up(bool up) {
+    std::lock_guard lk(mu_);
+    up_ = up;
+    if (!up) {
+      for (int f : open_) shutdown(f, SHUT_RDWR);
+    }
+  }
+
+ private:
+  void accept_loop() {
+    for (;;) {
+      int c = accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      std::lock_guard lk(mu_);
+      if (stop_ || !up_) {
+        close(c);
+        continue;
+      }
+      int t = socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      a.sin_port = htons(static_cast<uint16_t>(target_));
+      if (connect(t, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        close(c);
+        close(t);
+        continue;
+      }
+      open_.push_back(c);
+      open_.push_back(t);
+      pumps_.emplace_back([this, c, t] { pump(c, t); });
+    }
+  }
+  void pump(int a, int b) {
+    pollfd p[2] = {{a, POLLIN, 0}, {b, POLLIN, 0}};
+    char buf[65536];
+    for (;;) {
+      if (poll(p, 2, 200) < 0) break;
+      bool done = false;
+      for (int i = 0; i < 2 && !done; ++i) {
+        if (!(p[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        ssize_t n = read(p[i].fd, buf, sizeof buf);
+        if (n <= 0 || write(p[1 - i].fd, buf, static_cast<size_t>(n)) != n) done = true;
+      }
+      if (done || stop_) break;
+    }
+    std::lock_guard lk(mu_);
+    for (int f : {a, b}) {
+      open_.erase(std::remove(open_.begin(), open_.end(), f), open_.end());
+      close(f);
+    }
+  }
+
+  int target_;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  bool up_ = true;
+  std::vector<int> open_;
+  std::vector<std::thread> pumps_;
+  std::thread accept_thread_;
 };
 
 inline std::filesystem::path test_root() {
