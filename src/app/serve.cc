@@ -423,7 +423,6 @@ int serve_main(int argc, char** argv) {
   groups.stop();
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
-  if (lease) (void)lease->revoke();     // a clean exit frees the lease at once
   if (metrics) metrics->write_final();  // includes the shutdown's uploads
   member.reset();
   if (lease) {
