@@ -123,6 +123,7 @@ def case_membership(tmp):
         # A clean stop revokes the lease: the record goes at once.
         t0 = time.time()
         bs[2].stop()
+        assert "revoking the metadata lease" not in bs[2].log(), bs[2].log()
         del bs[2]
         wait(lambda: 2 not in brokers(etcd), 2, "broker 2 to leave")
         wait(lambda: controller(etcd) in (1, 3), TTL_MS / 1000 + 5, "a controller")
