@@ -9,6 +9,9 @@ Cases:
               stop (SIGTERM) leaves the live set at once; a broker with another cluster id, or
               another object store, refuses to start; a second process with a live broker's id
               is refused before it opens its storage, and the live broker keeps serving
+  local_script  scripts/cluster start brings up etcd and three brokers that register and elect
+              a controller; a broker serves a produce and a consume; scripts/cluster stop stops
+              them all and the brokers leave the live set
 
 Usage: membership_test.py <case>   (SHALE_BIN names the binary)
 """
@@ -16,6 +19,8 @@ import base64
 import json
 import os
 import signal
+import socket
+import types
 import subprocess
 import sys
 import tempfile
@@ -154,6 +159,70 @@ def case_membership(tmp):
             if b.proc.poll() is None:
                 b.stop()
         etcd.kill()
+
+
+def port_run(n):
+    """A port p with p .. p+n-1 all free (probed by binding)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        socks = []
+        try:
+            for i in range(n):
+                t = socket.socket()
+                socks.append(t)
+                t.bind(("127.0.0.1", base + i))
+            return base
+        except OSError:
+            continue
+        finally:
+            for t in socks:
+                t.close()
+    raise AssertionError("no run of free ports")
+
+
+def case_local_script(tmp):
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__)))))
+    script = os.path.join(root, "scripts", "cluster")
+    env = dict(os.environ, SHALE_BIN=os.path.abspath(SHALE),
+               SHALE_CLUSTER_OVERRIDES=" ".join(STORAGE))
+    d = os.path.join(tmp, "local")
+    etcd_port, port = port_run(2), port_run(3)
+    try:
+        r = subprocess.run([script, "start", d, str(etcd_port), str(port)], env=env,
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        want = ",".join("127.0.0.1:%d" % (port + i) for i in range(3))
+        assert r.stdout.strip() == want, r.stdout
+        etcd = types.SimpleNamespace(client=etcd_port)
+        wait(lambda: len(etcd_range(etcd, "shale-local/shale/brokers/")) == 3, 10,
+             "three brokers")
+        live = {v["id"]: v for _, (v, _) in etcd_range(etcd, "shale-local/shale/brokers/").items()}
+        for n in (1, 2, 3):
+            assert live[n]["listeners"] == {"PLAINTEXT": "127.0.0.1:%d" % (port + n - 1)}, live
+        ctl = etcd_range(etcd, "shale-local/shale/controller")
+        assert ctl["shale-local/shale/controller"][0]["id"] in (1, 2, 3), ctl
+        b1 = types.SimpleNamespace(bootstrap="127.0.0.1:%d" % port,
+                                   log=lambda: open(os.path.join(d, "b1.log")).read())
+        vals = ["v%d" % i for i in range(20)]
+        assert produce(b1, "local", vals)
+        assert consume(b1, "local") == vals
+        print("scripts/cluster: brokers %s registered, controller %d" %
+              (want, ctl["shale-local/shale/controller"][0]["id"]))
+    finally:
+        r = subprocess.run([script, "stop", d], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    for name in ("b1", "b2", "b3", "etcd"):
+        assert not os.path.exists(os.path.join(d, name + ".pid")), name
+    for n in (1, 2, 3):
+        with open(os.path.join(d, "b%d.log" % n)) as f:
+            assert "stopped" in f.read(), "broker %d did not stop cleanly" % n
+    print("scripts/cluster stop: all stopped")
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
