@@ -15,6 +15,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -35,6 +36,8 @@
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
+#include "cluster/identity.h"
+#include "cluster/member.h"
 #include "http/server.h"
 #include "meta/lease_keeper.h"
 #include "meta/open_store.h"
@@ -334,6 +337,46 @@ int serve_main(int argc, char** argv) {
   }
   auto buckets = cfg.get_list("s3.data.buckets");
   if (buckets.empty()) return fail("configuration key 's3.data.buckets' is empty");
+  // Cluster mode: brokers share the metadata store (etcd), so they must agree on the cluster id
+  // and the object store before any of them writes; the first broker records both.
+  const bool cluster_mode = msc.uri != "sqlite";
+  const cluster::Keys cluster_keys(broker::BrokerConfig{}.ns);
+  if (cluster_mode) {
+    auto st = cluster::check_identity(meta->get(), cluster_keys, *cluster_id, buckets.front());
+    if (!st.ok()) return fail("cluster identity: " + st.error().message);
+  }
+  // On etcd the broker holds a lease (a lost lease is granted again once etcd answers). In
+  // cluster mode it registers under it before the storage engine opens: the engine bumps the
+  // node's storage epoch and opens streams, which would fence a live broker with the same id, so
+  // a duplicate id must be refused first. A restarted broker waits out its previous lease.
+  std::unique_ptr<meta::LeaseKeeper> lease;
+  std::unique_ptr<cluster::Member> member;
+  if (cluster_mode) {
+    auto k = meta::LeaseKeeper::start(
+        meta->get(), cfg.get_long("broker.session.timeout.ms"),
+        [] {
+          spdlog::warn("metadata lease lapsed: produce requests are refused until etcd answers");
+        },
+        true);
+    if (!k.ok()) return fail("metadata store: granting the broker lease: " + k.error().to_string());
+    lease = std::move(k).value();
+    cluster::MemberOptions mo;
+    mo.ns = cluster_keys.ns();
+    mo.self.id = cfg.get_int("node.id");
+    for (const auto& l : cfg.advertised_listeners())
+      mo.self.listeners[l.name] = l.host + ":" + std::to_string(l.port);
+    mo.self.wal_uri = cfg.get_string("s3.wal.path");
+    mo.register_wait_ms = lease->ttl_ms() + 1000;
+    if (mo.self.wal_uri.rfind("file://", 0) == 0) {
+      spdlog::warn(
+          "cluster mode with a file WAL ({}): if it is on a local disk, no other broker can "
+          "replay it when this host dies; put it on storage every broker mounts",
+          mo.self.wal_uri);
+    }
+    auto m = cluster::Member::start(meta->get(), lease.get(), std::move(mo));
+    if (!m.ok()) return fail("cluster membership: " + m.error().to_string());
+    member = std::move(m).value();
+  }
   auto store = objstore::open_object_store(buckets.front());
   if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
   storage::EngineOptions eo;
@@ -390,20 +433,8 @@ int serve_main(int argc, char** argv) {
   }
   apply_broker_settings(cfg, bc);
   broker::Broker broker(bc, engine->get(), meta->get());
-  // On etcd the broker holds a lease and acknowledges only while it is surely valid (a lost
-  // lease is granted again once etcd answers).
-  std::unique_ptr<meta::LeaseKeeper> lease;
-  if (msc.uri != "sqlite") {
-    auto k = meta::LeaseKeeper::start(
-        meta->get(), cfg.get_long("broker.session.timeout.ms"),
-        [] {
-          spdlog::warn("metadata lease lapsed: produce requests are refused until etcd answers");
-        },
-        true);
-    if (!k.ok()) return fail("metadata store: granting the broker lease: " + k.error().to_string());
-    lease = std::move(k).value();
-    broker.set_ack_gate([l = lease.get()] { return l->valid(); });
-  }
+  // On etcd the broker acknowledges only while its lease is surely valid.
+  if (lease) broker.set_ack_gate([l = lease.get()] { return l->valid(); });
   if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
 
   // The dispatcher and what it refers to outlive the pool (see net/frame_handler.h).
@@ -426,6 +457,16 @@ int serve_main(int argc, char** argv) {
       }
     }
     broker.set_endpoints(std::move(adv));
+  }
+  if (member) {
+    // Publish the bound ports (a configured port 0 is known only now).
+    std::map<std::string, std::string> ls;
+    for (const auto& e : broker.config().endpoints)
+      ls[e.listener] = e.host + ":" + std::to_string(e.port);
+    if (ls != member->self().listeners) {
+      if (auto st = member->set_listeners(std::move(ls)); !st.ok())
+        return fail("cluster membership: publishing listeners: " + st.error().to_string());
+    }
   }
   // Consumer groups: the coordinator answers for this node at its first advertised endpoint.
   broker::GroupServiceConfig gcfg;
@@ -510,8 +551,14 @@ int serve_main(int argc, char** argv) {
   groups.stop();
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
-  if (lease) (void)lease->revoke();     // a clean exit frees the lease at once
   if (metrics) metrics->write_final();  // includes the shutdown's uploads
+  member.reset();
+  if (lease) {
+    // A clean exit gives up the lease at once: the broker leaves the live set (and the
+    // controller key, if it held it) now instead of a TTL later.
+    if (auto st = lease->revoke(); !st.ok())
+      spdlog::warn("revoking the metadata lease: {}", st.error().to_string());
+  }
   spdlog::info("stopped");
   return 0;
 }
