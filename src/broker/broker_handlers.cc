@@ -62,6 +62,8 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<DescribeClusterRequest, DescribeClusterResponse>(d, b, 0, 1, &handle_describe_cluster);
   add<AlterConfigsRequest, AlterConfigsResponse>(d, b, 0, 2, &handle_alter_configs);
   add<DescribeLogDirsRequest, DescribeLogDirsResponse>(d, b, 1, 4, &handle_describe_log_dirs);
+  add<DescribeTopicPartitionsRequest, DescribeTopicPartitionsResponse>(
+      d, b, 0, 0, &handle_describe_topic_partitions);
   add<GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse>(
       d, b, 0, 0, &handle_get_telemetry_subscriptions);
   add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, 0, &handle_push_telemetry);

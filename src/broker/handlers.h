@@ -28,6 +28,8 @@
 #include "protocol/generated/describe_configs_response.h"
 #include "protocol/generated/describe_log_dirs_request.h"
 #include "protocol/generated/describe_log_dirs_response.h"
+#include "protocol/generated/describe_topic_partitions_request.h"
+#include "protocol/generated/describe_topic_partitions_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/get_telemetry_subscriptions_request.h"
@@ -56,6 +58,9 @@ namespace shale::broker {
 asio::awaitable<protocol::ProduceResponse> handle_produce(Broker& b, int16_t version,
                                                           protocol::ProduceRequest req,
                                                           net::RequestOrder* order = nullptr);
+// DescribeTopicPartitions (KIP-966), paged by response_partition_limit and a cursor.
+asio::awaitable<protocol::DescribeTopicPartitionsResponse> handle_describe_topic_partitions(
+    Broker& b, int16_t version, protocol::DescribeTopicPartitionsRequest req);
 // Client telemetry (KIP-714) as a broker without client-metrics subscriptions (telemetry.cc).
 asio::awaitable<protocol::GetTelemetrySubscriptionsResponse> handle_get_telemetry_subscriptions(
     Broker& b, int16_t version, protocol::GetTelemetrySubscriptionsRequest req);

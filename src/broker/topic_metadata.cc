@@ -1,6 +1,9 @@
-// Metadata (brokers, cluster id, controller, topics with auto-creation). With one broker that
-// leads every partition, each partition reports this node as leader, replica and ISR, leader
-// epoch 0.
+// Metadata (brokers, cluster id, controller, topics with auto-creation) and
+// DescribeTopicPartitions. With one broker that leads every partition, each partition reports
+// this node as leader, replica and ISR, with the partition's leader epoch.
+#include <algorithm>
+#include <map>
+
 #include <spdlog/spdlog.h>
 
 #include "broker/handlers.h"
@@ -106,6 +109,72 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
       }
     }
     resp.topics.push_back(describe(b, *t, version));
+  }
+  co_return resp;
+}
+
+}  // namespace shale::broker
+
+namespace shale::broker {
+
+// DescribeTopicPartitions (KIP-966; Kafka 4's kafka-topics --describe): the requested topics
+// (every topic when none is named) in name order, their partitions as Metadata reports them,
+// at most response_partition_limit partitions per response (capped at Kafka's 2000), resuming
+// at the request's cursor and handing back a next_cursor while partitions remain. Unknown
+// topics get UNKNOWN_TOPIC_OR_PARTITION; nothing is auto-created (as in Kafka).
+asio::awaitable<protocol::DescribeTopicPartitionsResponse> handle_describe_topic_partitions(
+    Broker& b, int16_t, protocol::DescribeTopicPartitionsRequest req) {
+  using Resp = protocol::DescribeTopicPartitionsResponse;
+  constexpr int32_t kMaxPartitions = 2000;  // max.request.partition.size.limit
+  Resp resp;
+  std::map<std::string, TopicPtr> wanted;  // name order; null = unknown
+  if (req.topics.empty()) {
+    for (const auto& t : b.topics().list()) wanted[t->name] = t;
+  } else {
+    for (const auto& rt : req.topics) wanted[rt.name] = b.topics().find(rt.name);
+  }
+  int32_t budget = req.response_partition_limit > 0
+                       ? std::min(req.response_partition_limit, kMaxPartitions)
+                       : kMaxPartitions;
+  auto it = wanted.begin();
+  int32_t first_partition = 0;
+  if (req.cursor) {
+    it = wanted.lower_bound(req.cursor->topic_name);
+    if (it != wanted.end() && it->first == req.cursor->topic_name) {
+      first_partition = std::max(0, req.cursor->partition_index);
+    }
+  }
+  for (; it != wanted.end(); ++it, first_partition = 0) {
+    auto& tr = resp.topics.emplace_back();
+    tr.name = it->first;
+    const TopicPtr& t = it->second;
+    if (!t) {
+      tr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
+      continue;
+    }
+    if (budget <= 0) {  // the previous topic used the whole limit: resume here
+      resp.topics.pop_back();
+      resp.next_cursor = Resp::Cursor{it->first, first_partition};
+      break;
+    }
+    tr.topic_id = t->id;
+    const auto n = static_cast<int32_t>(t->partitions.size());
+    int32_t p = first_partition;
+    for (; p < n && budget > 0; ++p, --budget) {
+      const auto& part = t->partitions[static_cast<size_t>(p)];
+      auto& pr = tr.partitions.emplace_back();
+      pr.partition_index = part->index();
+      pr.leader_id = b.node_id();
+      pr.leader_epoch = part->leader_epoch();
+      pr.replica_nodes = {b.node_id()};
+      pr.isr_nodes = {b.node_id()};
+      pr.eligible_leader_replicas = std::vector<int32_t>{};
+      pr.last_known_elr = std::vector<int32_t>{};
+    }
+    if (p < n) {  // the limit cut this topic
+      resp.next_cursor = Resp::Cursor{it->first, p};
+      break;
+    }
   }
   co_return resp;
 }

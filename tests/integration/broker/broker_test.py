@@ -347,6 +347,25 @@ def case_topic_compression_type(tmp):
         b.stop()
 
 
+def case_kafka_topics_describe_pages(tmp):
+    """Kafka 4's kafka-topics --describe goes through DescribeTopicPartitions (KIP-966; its
+    output then has the Elr columns) and pages with a cursor when the response limit is below
+    the partition count."""
+    b = Broker(os.path.join(tmp, "data"))
+    try:
+        for topic, n in [("pages-b", 2), ("pages-a", 3), ("pages-c", 1)]:
+            kafka_tool(b, "kafka-topics", "--create", "--topic", topic, "--partitions", str(n))
+        out = kafka_tool(b, "kafka-topics", "--describe", "--partition-size-limit-per-response",
+                         "2")
+        rows = re.findall(r"Topic: (pages-\w)\tPartition: (\d+)\tLeader: \d+.*Elr:", out)
+        got = sorted((t, int(p)) for t, p in rows)
+        want = [("pages-a", 0), ("pages-a", 1), ("pages-a", 2), ("pages-b", 0), ("pages-b", 1),
+                ("pages-c", 0)]
+        assert got == want, out
+    finally:
+        b.stop()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":

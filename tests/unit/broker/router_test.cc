@@ -167,6 +167,10 @@ TEST_F(RouterTest, EveryRoutedApiAnswersEveryAdvertisedVersion) {
   EXPECT_GT((every_version<protocol::DescribeLogDirsRequest, protocol::DescribeLogDirsResponse>(
                 [](int16_t) { return protocol::DescribeLogDirsRequest{}; })),
             0);
+  EXPECT_GT((every_version<protocol::DescribeTopicPartitionsRequest,
+                           protocol::DescribeTopicPartitionsResponse>(
+                [](int16_t) { return protocol::DescribeTopicPartitionsRequest{}; })),
+            0);
   EXPECT_GT((every_version<protocol::GetTelemetrySubscriptionsRequest,
                            protocol::GetTelemetrySubscriptionsResponse>(
                 [](int16_t) { return protocol::GetTelemetrySubscriptionsRequest{}; })),
@@ -228,6 +232,7 @@ TEST_F(RouterTest, AdvertisedVersionsAreTheHandlersNotTheSchemas) {
       {ApiKey::kCreatePartitions, {0, 3}},
       {ApiKey::kIncrementalAlterConfigs, {0, 1}},
       {ApiKey::kDescribeCluster, {0, 1}},
+      {ApiKey::kDescribeTopicPartitions, {0, 0}},
       {ApiKey::kGetTelemetrySubscriptions, {0, 0}},
       {ApiKey::kPushTelemetry, {0, 0}},
   };
