@@ -222,6 +222,8 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
 
   FetchResponse resp;
   resp.session_id = session ? session->id : 0;
+  const std::string* out_topic = nullptr;
+  TopicCounters* out_counters = nullptr;
   auto add = [&](const Want& w, const Got& g) {
     if (resp.responses.empty() || resp.responses.back().topic != w.topic ||
         resp.responses.back().topic_id != w.topic_id) {
@@ -237,7 +239,12 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     if (version >= 5) pd.log_start_offset = g.log_start;
     pd.records = g.records ? *g.records : Buffer();
     if (g.records && !g.records->empty()) {
-      TopicMetrics::instance().for_topic(w.topic).bytes_out.inc(g.records->size());
+      // Partitions of a topic are adjacent: look its counters up once per run of them.
+      if (out_topic == nullptr || *out_topic != w.topic) {
+        out_topic = &w.topic;
+        out_counters = &TopicMetrics::instance().for_topic(w.topic);
+      }
+      out_counters->bytes_out.inc(g.records->size());
       TopicMetrics::instance().all().bytes_out.inc(g.records->size());
     }
   };

@@ -139,14 +139,14 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
   return out;
 }
 
-// Kafka's BytesInPerSec / MessagesInPerSec, per topic and in total.
-void count_in(const std::string& topic, const std::vector<PreparedBatch>& batches) {
+// Kafka's BytesInPerSec / MessagesInPerSec, per topic (counters looked up once per topic of a
+// request) and in total.
+void count_in(TopicCounters& t, const std::vector<PreparedBatch>& batches) {
   uint64_t bytes = 0, messages = 0;
   for (const auto& pb : batches) {
     bytes += pb.batch.bytes().size();
     messages += static_cast<uint64_t>(pb.batch.header().last_offset_delta) + 1;
   }
-  TopicCounters& t = TopicMetrics::instance().for_topic(topic);
   TopicCounters& all = TopicMetrics::instance().all();
   t.bytes_in.inc(bytes);
   t.messages_in.inc(messages);
@@ -190,6 +190,7 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
     tr.name = td.name;
     tr.partition_responses.reserve(td.partition_data.size());
     TopicPtr topic = b.topics().find(td.name);
+    TopicCounters* counters = nullptr;  // looked up at the topic's first stored batch
     for (auto& pd : td.partition_data) {
       auto& pr = tr.partition_responses.emplace_back();
       pr.index = pd.index;
@@ -231,7 +232,10 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       if (!st.message.empty()) pr.error_message = st.message;
       pr.base_offset = st.base_offset;
       pr.log_append_time_ms = st.log_append_time;
-      if (st.error == ErrorCode::kNone) count_in(td.name, prep.batches);
+      if (st.error == ErrorCode::kNone) {
+        if (counters == nullptr) counters = &TopicMetrics::instance().for_topic(td.name);
+        count_in(*counters, prep.batches);
+      }
       pr.log_start_offset = part->log_start_offset();
       slots.push_back({&pr, result, st.pending});
     }
