@@ -36,6 +36,7 @@
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
+#include "broker/ownership.h"
 #include "cluster/identity.h"
 #include "cluster/member.h"
 #include "http/server.h"
@@ -48,6 +49,47 @@
 
 namespace shale::app {
 namespace {
+
+// Storage options for node `node` whose WAL is `wal_uri` (s3.wal.path syntax, AutoMQ's
+// spellings accepted); the rest from the configuration. An object WAL in another bucket gets
+// its store in *wal_store, which must outlive the engine.
+Result<storage::EngineOptions> engine_options_for(const Config& cfg, int32_t node,
+                                                  const std::string& wal_uri,
+                                                  std::unique_ptr<objstore::ObjectStore>* wal_store,
+                                                  bool warn) {
+  storage::EngineOptions eo;
+  eo.node_id = node;
+  eo.wal_capacity = static_cast<uint64_t>(cfg.get_long("s3.wal.capacity"));
+  auto wal = parse_wal_uri(wal_uri);
+  if (!wal.ok())
+    return Error::make(Errc::kInvalidArgument, "configuration key " + wal.error().message);
+  if (warn && !wal->ignored.empty()) {
+    spdlog::warn("s3.wal.path: AutoMQ parameter(s) {} accepted but not used by Shale",
+                 fmt::join(wal->ignored, ", "));
+  }
+  if (wal->kind == WalUri::Kind::kFile) {
+    eo.wal_path = "file://" + wal->path;
+    if (wal->capacity) eo.wal_capacity = *wal->capacity;
+  } else {
+    eo.wal_path = "object://" + (wal->prefix.empty() ? eo.ns + "/wal" : wal->prefix);
+    if (wal->bucket) {
+      auto ws = objstore::open_object_store(*wal->bucket);
+      if (!ws.ok())
+        return Error::make(Errc::kInvalidArgument,
+                           "configuration key 's3.wal.path': " + ws.error().message);
+      *wal_store = std::move(ws).value();
+      eo.wal_store = wal_store->get();
+    }
+    if (wal->batch_interval_ms) eo.object_wal_batch_interval_ms = *wal->batch_interval_ms;
+    if (wal->batch_bytes) eo.object_wal_batch_bytes = *wal->batch_bytes;
+    if (wal->max_unflushed) eo.object_wal_max_unflushed = *wal->max_unflushed;
+  }
+  eo.log_cache_size = static_cast<uint64_t>(cfg.get_long("s3.wal.cache.size"));
+  eo.block_cache_size = static_cast<uint64_t>(cfg.get_long("s3.block.cache.size"));
+  eo.upload_threshold = static_cast<uint64_t>(cfg.get_long("s3.wal.upload.threshold"));
+  eo.upload_interval_ms = cfg.get_long("s3.wal.upload.interval.ms");
+  return eo;
+}
 
 std::string host_port(const asio::ip::tcp::endpoint& ep) {
   std::string a = ep.address().to_string();
@@ -376,38 +418,26 @@ int serve_main(int argc, char** argv) {
     auto m = cluster::Member::start(meta->get(), lease.get(), std::move(mo));
     if (!m.ok()) return fail("cluster membership: " + m.error().to_string());
     member = std::move(m).value();
+    // Where this broker's WAL is, for another broker to replay it if this one dies.
+    if (auto r = (*meta)->put(cluster_keys.wal(member->id()), cfg.get_string("s3.wal.path"));
+        !r.ok())
+      return fail("cluster membership: recording the WAL location: " + r.error().to_string());
+    // A failover of this broker's WAL (it was gone long enough) must finish before the engine
+    // opens the same WAL.
+    for (int waited = 0;; waited += 200) {
+      auto f = (*meta)->get(cluster_keys.failover(member->id()));
+      if (f.ok() && !f->has_value()) break;
+      if (waited == 0) spdlog::info("waiting for another broker to finish replaying our WAL");
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
   }
   auto store = objstore::open_object_store(buckets.front());
   if (!store.ok()) return fail("configuration key 's3.data.buckets': " + store.error().message);
-  storage::EngineOptions eo;
-  eo.node_id = cfg.get_int("node.id");
-  eo.wal_capacity = static_cast<uint64_t>(cfg.get_long("s3.wal.capacity"));
-  auto wal = parse_wal_uri(cfg.get_string("s3.wal.path"));
-  if (!wal.ok()) return fail("configuration key " + wal.error().message);
   std::unique_ptr<objstore::ObjectStore> wal_store;  // outlives the engine (declared before it)
-  if (!wal->ignored.empty()) {
-    spdlog::warn("s3.wal.path: AutoMQ parameter(s) {} accepted but not used by Shale",
-                 fmt::join(wal->ignored, ", "));
-  }
-  if (wal->kind == WalUri::Kind::kFile) {
-    eo.wal_path = "file://" + wal->path;
-    if (wal->capacity) eo.wal_capacity = *wal->capacity;
-  } else {
-    eo.wal_path = "object://" + (wal->prefix.empty() ? eo.ns + "/wal" : wal->prefix);
-    if (wal->bucket) {
-      auto ws = objstore::open_object_store(*wal->bucket);
-      if (!ws.ok()) return fail("configuration key 's3.wal.path': " + ws.error().message);
-      wal_store = std::move(ws).value();
-      eo.wal_store = wal_store.get();
-    }
-    if (wal->batch_interval_ms) eo.object_wal_batch_interval_ms = *wal->batch_interval_ms;
-    if (wal->batch_bytes) eo.object_wal_batch_bytes = *wal->batch_bytes;
-    if (wal->max_unflushed) eo.object_wal_max_unflushed = *wal->max_unflushed;
-  }
-  eo.log_cache_size = static_cast<uint64_t>(cfg.get_long("s3.wal.cache.size"));
-  eo.block_cache_size = static_cast<uint64_t>(cfg.get_long("s3.block.cache.size"));
-  eo.upload_threshold = static_cast<uint64_t>(cfg.get_long("s3.wal.upload.threshold"));
-  eo.upload_interval_ms = cfg.get_long("s3.wal.upload.interval.ms");
+  auto engine_options = engine_options_for(cfg, cfg.get_int("node.id"),
+                                           cfg.get_string("s3.wal.path"), &wal_store, true);
+  if (!engine_options.ok()) return fail(engine_options.error().message);
+  storage::EngineOptions eo = *engine_options;
   auto engine = storage::Engine::open(eo, store->get(), meta->get());
   if (!engine.ok()) return fail("storage engine: " + engine.error().to_string());
 
@@ -435,6 +465,29 @@ int serve_main(int argc, char** argv) {
   broker::Broker broker(bc, engine->get(), meta->get());
   // On etcd the broker acknowledges only while its lease is surely valid.
   if (lease) broker.set_ack_gate([l = lease.get()] { return l->valid(); });
+  // Cluster mode: partitions open here only when this broker owns them (broker/ownership.h).
+  std::unique_ptr<broker::Ownership> ownership;
+  if (member) {
+    broker::Ownership::Options oo;
+    oo.recover_wal = [&cfg, objects = store->get(), m = meta->get()](
+                         int32_t node, const std::string& uri) -> Status {
+      // Replays the dead broker's WAL as its own restart would: open an engine as that node
+      // (bumping its node epoch fences its WAL), which recovers and uploads, then shut it down.
+      std::unique_ptr<objstore::ObjectStore> ws;
+      auto o = engine_options_for(cfg, node, uri, &ws, false);
+      if (!o.ok()) return Error::make(Errc::kInvalidArgument, o.error().message);
+      o->log_cache_size = std::min<uint64_t>(o->log_cache_size, 64 * storage::kMiB);
+      o->block_cache_size = std::min<uint64_t>(o->block_cache_size, 16 * storage::kMiB);
+      auto e = storage::Engine::open(*o, objects, m);
+      if (!e.ok()) return std::move(e).error();
+      (*e)->shutdown();
+      return ok_status();
+    };
+    auto o = broker::Ownership::start(&broker, member.get(), std::move(oo));
+    if (!o.ok()) return fail("cluster ownership: " + o.error().to_string());
+    ownership = std::move(o).value();
+    broker.set_ownership(ownership.get());
+  }
   if (auto st = broker.start(); !st.ok()) return fail("loading topics: " + st.error().to_string());
 
   // The dispatcher and what it refers to outlive the pool (see net/frame_handler.h).
@@ -487,6 +540,39 @@ int serve_main(int argc, char** argv) {
     return fail("loading consumer groups: " + st.error().to_string());
   }
   broker::register_group_handlers(dispatcher, groups.handlers());
+  if (ownership) {
+    // Cluster mode: the controller coordinates every group (it loads them when it takes
+    // office); FindCoordinator elsewhere points at it.
+    groups.handlers().set_locator(
+        [o = ownership.get(), me = bc.node_id,
+         name = bc.endpoints.empty() ? std::string() : bc.endpoints.front().listener]()
+            -> std::optional<broker::GroupHandlers::RemoteCoordinator> {
+          const int32_t c = o->controller_id();
+          if (c < 0 || c == me) return std::nullopt;
+          auto live = o->live();
+          auto it = live.find(c);
+          if (it == live.end()) return std::nullopt;
+          auto lit = it->second.listeners.find(name);
+          if (lit == it->second.listeners.end()) lit = it->second.listeners.begin();
+          if (lit == it->second.listeners.end()) return std::nullopt;
+          const auto colon = lit->second.rfind(':');
+          if (colon == std::string::npos) return std::nullopt;
+          return broker::GroupHandlers::RemoteCoordinator{
+              c, lit->second.substr(0, colon), std::atoi(lit->second.c_str() + colon + 1)};
+        });
+    ownership->set_controller_hook([g = &groups](bool controller) {
+      auto& c = g->coordinator();
+      if (controller && !c.loaded()) {
+        if (auto st = c.load(); !st.ok())
+          spdlog::error("loading consumer groups: {}", st.error().to_string());
+        else
+          spdlog::info("coordinating consumer groups (this broker is the controller)");
+      } else if (!controller && c.loaded()) {
+        c.unload();
+      }
+    });
+    ownership->kick();
+  }
   pool.start();
   server.start();
   std::unique_ptr<MetricsWriter> metrics;
@@ -548,10 +634,13 @@ int serve_main(int argc, char** argv) {
   if (collector >= 0) metrics::global().remove_collector(collector);
   server.stop();
   pool.stop(opts.shutdown_drain_ms);
+  if (ownership) ownership->stop();
   groups.stop();
   broker.stop();
   (*engine)->shutdown();  // uploads what the WAL holds so the next start recovers nothing
   if (metrics) metrics->write_final();  // includes the shutdown's uploads
+  broker.set_ownership(nullptr);
+  ownership.reset();
   member.reset();
   if (lease) {
     // A clean exit gives up the lease at once: the broker leaves the live set (and the

@@ -70,7 +70,7 @@ int Broker::enforce_retention(int64_t now_ms) {
     const int64_t retention_bytes = t->settings.retention_bytes;
     if (retention_ms < 0 && retention_bytes < 0) continue;
     for (const auto& p : t->partitions) {
-      if (p->deleted()) continue;
+      if (p->deleted() || !p->serving()) continue;
       std::optional<int64_t> off;
       if (retention_ms >= 0) off = p->retention_offset(now_ms - retention_ms);
       if (retention_bytes >= 0) {
@@ -94,7 +94,7 @@ int Broker::write_snapshots(bool force) {
   const int64_t now = steady_now_ms();
   for (const auto& t : topics_.list()) {
     for (const auto& p : t->partitions) {
-      if (p->deleted()) continue;
+      if (p->deleted() || !p->serving()) continue;
       const int64_t pending = p->batches_since_snapshot();
       if (pending == 0) continue;
       const bool due =

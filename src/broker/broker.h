@@ -30,6 +30,8 @@
 
 namespace shale::broker {
 
+class Ownership;
+
 struct AdvertisedEndpoint {
   std::string listener = "PLAINTEXT";
   std::string host = "127.0.0.1";
@@ -92,6 +94,11 @@ class Broker {
   void set_ack_gate(std::function<bool()> gate) { ack_gate_ = std::move(gate); }
   bool may_acknowledge() const { return !ack_gate_ || ack_gate_(); }
 
+  // Cluster mode: partition ownership (ownership.h); null on one node, which owns everything.
+  // Set before the server starts; the Ownership must outlive the server.
+  void set_ownership(Ownership* o) { ownership_ = o; }
+  Ownership* ownership() const { return ownership_; }
+
   // For the group APIs (OffsetCommit): does this topic-partition exist?
   bool partition_exists(std::string_view topic, int32_t partition) const {
     return topics_.partition(topic, partition) != nullptr;
@@ -121,6 +128,7 @@ class Broker {
   asio::thread_pool workers_;
   bool stopped_ = false;
   std::function<bool()> ack_gate_;
+  Ownership* ownership_ = nullptr;
   // Maintenance thread (retention, snapshots): wakes every tick, or at once on stop().
   void maintenance_loop();
   std::mutex retention_mu_;

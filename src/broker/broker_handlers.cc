@@ -67,6 +67,11 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<GetTelemetrySubscriptionsRequest, GetTelemetrySubscriptionsResponse>(
       d, b, 0, 0, &handle_get_telemetry_subscriptions);
   add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, 0, &handle_push_telemetry);
+  add<AlterPartitionReassignmentsRequest, AlterPartitionReassignmentsResponse>(
+      d, b, 0, 1, &handle_alter_partition_reassignments);
+  add<ListPartitionReassignmentsRequest, ListPartitionReassignmentsResponse>(
+      d, b, 0, 0, &handle_list_partition_reassignments);
+  add<ElectLeadersRequest, ElectLeadersResponse>(d, b, 0, 2, &handle_elect_leaders);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, 1, &handle_incremental_alter_configs);
 }

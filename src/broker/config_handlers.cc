@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "broker/handlers.h"
+#include "broker/ownership.h"
 
 namespace shale::broker {
 
@@ -212,6 +213,25 @@ asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     co_return resp;
   }
   resp.cluster_id = b.config().cluster_id;
+  if (const Ownership* o = b.ownership()) {
+    // Cluster mode: the live brokers, at their address on this broker's first listener name.
+    const std::string name =
+        b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
+    resp.controller_id = o->controller_id();
+    for (const auto& [id, info] : o->live()) {
+      auto lit = info.listeners.find(name);
+      if (lit == info.listeners.end()) lit = info.listeners.begin();
+      if (lit == info.listeners.end()) continue;
+      const auto colon = lit->second.rfind(':');
+      if (colon == std::string::npos) continue;
+      auto& br = resp.brokers.emplace_back();
+      br.broker_id = id;
+      br.host = lit->second.substr(0, colon);
+      br.port = std::atoi(lit->second.c_str() + colon + 1);
+      if (!info.rack.empty()) br.rack = info.rack;
+    }
+    co_return resp;
+  }
   resp.controller_id = b.node_id();
   if (!b.config().endpoints.empty()) {
     const auto& ep = b.config().endpoints.front();

@@ -57,6 +57,10 @@ asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, boo
     g.error = ErrorCode::kUnknownTopicOrPartition;
     co_return g;
   }
+  if (!part->serving()) {
+    g.error = ErrorCode::kNotLeaderOrFollower;
+    co_return g;
+  }
   g.hw = part->high_watermark();
   g.log_start = part->log_start_offset();
   if (w.offset < g.log_start || w.offset > g.hw) {

@@ -145,7 +145,18 @@ asio::awaitable<protocol::FindCoordinatorResponse> GroupHandlers::find_coordinat
     c.error_message = std::move(message);
     return c;
   };
-  if (key_type == kCoordinatorKeyGroup) {
+  std::optional<RemoteCoordinator> remote;
+  if (key_type == kCoordinatorKeyGroup && locator_) remote = locator_();
+  if (remote) {
+    for (auto& k : keys) {
+      Coord c;
+      c.key = std::move(k);
+      c.node_id = remote->node_id;
+      c.host = remote->host;
+      c.port = remote->port;
+      coords.push_back(std::move(c));
+    }
+  } else if (key_type == kCoordinatorKeyGroup) {
     if (!coordinator_.loaded()) {
       // Not (or no longer) serving groups: clients retry FindCoordinator until it is.
       for (auto& k : keys) {

@@ -86,6 +86,14 @@ class GroupHandlers {
 
   asio::awaitable<protocol::FindCoordinatorResponse> find_coordinator(
       GroupRequestInfo info, protocol::FindCoordinatorRequest req);
+  // Cluster mode: where group coordination runs when not here (node id, host, port), or
+  // nullopt when it runs here or nowhere yet. Set before serving.
+  struct RemoteCoordinator {
+    int32_t node_id = -1;
+    std::string host;
+    int32_t port = -1;
+  };
+  void set_locator(std::function<std::optional<RemoteCoordinator>()> f) { locator_ = std::move(f); }
   asio::awaitable<protocol::JoinGroupResponse> join_group(GroupRequestInfo info,
                                                           protocol::JoinGroupRequest req);
   asio::awaitable<protocol::SyncGroupResponse> sync_group(GroupRequestInfo info,
@@ -108,6 +116,7 @@ class GroupHandlers {
                                                                 protocol::DeleteGroupsRequest req);
 
  private:
+  std::function<std::optional<RemoteCoordinator>()> locator_;
   // Runs fn() on the worker pool, then on_call_, and resumes on the caller's executor.
   // fn must capture only `this` and pointers into the awaiting coroutine's frame (which lives
   // until the result arrives): GCC 12 miscompiles lambda temporaries with non-trivial

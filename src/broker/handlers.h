@@ -14,6 +14,8 @@
 #include "net/frame_handler.h"
 #include "protocol/generated/alter_configs_request.h"
 #include "protocol/generated/alter_configs_response.h"
+#include "protocol/generated/alter_partition_reassignments_request.h"
+#include "protocol/generated/alter_partition_reassignments_response.h"
 #include "protocol/generated/create_partitions_request.h"
 #include "protocol/generated/create_partitions_response.h"
 #include "protocol/generated/create_topics_request.h"
@@ -30,6 +32,8 @@
 #include "protocol/generated/describe_log_dirs_response.h"
 #include "protocol/generated/describe_topic_partitions_request.h"
 #include "protocol/generated/describe_topic_partitions_response.h"
+#include "protocol/generated/elect_leaders_request.h"
+#include "protocol/generated/elect_leaders_response.h"
 #include "protocol/generated/fetch_request.h"
 #include "protocol/generated/fetch_response.h"
 #include "protocol/generated/get_telemetry_subscriptions_request.h"
@@ -40,6 +44,8 @@
 #include "protocol/generated/init_producer_id_response.h"
 #include "protocol/generated/list_offsets_request.h"
 #include "protocol/generated/list_offsets_response.h"
+#include "protocol/generated/list_partition_reassignments_request.h"
+#include "protocol/generated/list_partition_reassignments_response.h"
 #include "protocol/generated/metadata_request.h"
 #include "protocol/generated/metadata_response.h"
 #include "protocol/generated/offset_for_leader_epoch_request.h"
@@ -97,6 +103,15 @@ asio::awaitable<protocol::IncrementalAlterConfigsResponse> handle_incremental_al
     Broker& b, int16_t version, protocol::IncrementalAlterConfigsRequest req);
 asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     Broker& b, int16_t version, protocol::DescribeClusterRequest req);
+// Partition reassignment (kafka-reassign-partitions): one replica per partition, moved by
+// ownership without copying data (cluster mode; on one node only the identity move is valid).
+asio::awaitable<protocol::AlterPartitionReassignmentsResponse> handle_alter_partition_reassignments(
+    Broker& b, int16_t version, protocol::AlterPartitionReassignmentsRequest req);
+asio::awaitable<protocol::ListPartitionReassignmentsResponse> handle_list_partition_reassignments(
+    Broker& b, int16_t version, protocol::ListPartitionReassignmentsRequest req);
+// Every partition has one replica, its leader: elections always succeed without a change.
+asio::awaitable<protocol::ElectLeadersResponse> handle_elect_leaders(
+    Broker& b, int16_t version, protocol::ElectLeadersRequest req);
 // One log directory (BrokerConfig::log_dir) holding every partition.
 asio::awaitable<protocol::DescribeLogDirsResponse> handle_describe_log_dirs(
     Broker& b, int16_t version, protocol::DescribeLogDirsRequest req);

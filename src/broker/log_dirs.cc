@@ -22,7 +22,7 @@ void add_topic(const Topic& t, const std::vector<int32_t>* only,
   DescribeLogDirsResponse::DescribeLogDirsTopic out;
   out.name = t.name;
   for (const auto& p : t.partitions) {
-    if (p->deleted()) continue;
+    if (p->deleted() || !p->serving()) continue;  // cluster mode: only what this broker holds
     if (only != nullptr && std::find(only->begin(), only->end(), p->index()) == only->end()) {
       continue;
     }

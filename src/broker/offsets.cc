@@ -76,6 +76,14 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
+      if (!part->serving()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
+        continue;
+      }
+      if (rp.current_leader_epoch >= 0 && rp.current_leader_epoch < part->leader_epoch()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kFencedLeaderEpoch);
+        continue;
+      }
       if (rp.current_leader_epoch > part->leader_epoch()) {
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownLeaderEpoch);
         continue;
@@ -137,16 +145,23 @@ asio::awaitable<protocol::OffsetForLeaderEpochResponse> handle_offset_for_leader
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
+      if (!part->serving()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
+        continue;
+      }
+      if (rp.current_leader_epoch >= 0 && rp.current_leader_epoch < part->leader_epoch()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kFencedLeaderEpoch);
+        continue;
+      }
       if (rp.current_leader_epoch > part->leader_epoch()) {
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownLeaderEpoch);
         continue;
       }
-      // One epoch (0) covering the whole log: asking for it (or a later one, which Kafka
-      // answers with the latest epoch's end when it is the leader) gives the log end.
-      if (rp.leader_epoch >= part->leader_epoch()) {
-        pr.leader_epoch = part->leader_epoch();
-        pr.end_offset = part->high_watermark();
-      }
+      // The end of the requested epoch: the start of the next one in the partition's
+      // leader-epoch history, or the log end for the current (or a later) epoch.
+      auto [epoch, end] = part->end_offset_for(rp.leader_epoch);
+      pr.leader_epoch = epoch;
+      pr.end_offset = end;
     }
   }
   co_return resp;
@@ -166,6 +181,10 @@ asio::awaitable<protocol::DeleteRecordsResponse> handle_delete_records(
       auto part = b.topics().partition(t.name, rp.partition_index);
       if (!part || part->deleted()) {
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
+        continue;
+      }
+      if (!part->serving()) {
+        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
         continue;
       }
       const int64_t hw = part->high_watermark();

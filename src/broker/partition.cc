@@ -1,6 +1,7 @@
 #include "broker/partition.h"
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <future>
 #include <iterator>
@@ -52,10 +53,62 @@ int64_t steady_ms() {
 
 }  // namespace
 
-Status Partition::open(storage::Engine& engine, bool use_snapshot) {
+namespace {
+
+constexpr const char* kLeaderEpochsKey = "broker.leader.epochs";
+
+// "epoch:start,epoch:start,..." in increasing order.
+std::vector<std::pair<int32_t, int64_t>> decode_epochs(const std::string& s) {
+  std::vector<std::pair<int32_t, int64_t>> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t comma = s.find(',', pos);
+    if (comma == std::string::npos) comma = s.size();
+    const std::string item = s.substr(pos, comma - pos);
+    const size_t colon = item.find(':');
+    if (colon != std::string::npos) {
+      int32_t e = 0;
+      int64_t off = 0;
+      auto r1 = std::from_chars(item.data(), item.data() + colon, e);
+      auto r2 = std::from_chars(item.data() + colon + 1, item.data() + item.size(), off);
+      if (r1.ec == std::errc() && r2.ec == std::errc() && (out.empty() || e > out.back().first))
+        out.emplace_back(e, off);
+    }
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string encode_epochs(const std::vector<std::pair<int32_t, int64_t>>& v) {
+  std::string out;
+  for (const auto& [e, off] : v) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(e) + ":" + std::to_string(off);
+  }
+  return out;
+}
+
+}  // namespace
+
+Status Partition::open(storage::Engine& engine, bool use_snapshot, int32_t leader_epoch) {
   auto s = engine.open_stream(stream_id_);
   if (!s.ok()) return std::move(s).error();
   stream_ = *s;
+  leader_epoch_ = leader_epoch;
+  {
+    auto m = stream_->get_meta(kLeaderEpochsKey);
+    if (!m.ok()) return std::move(m).error();
+    if (m->has_value()) epochs_ = decode_epochs(**m);
+    if (epochs_.empty()) epochs_.emplace_back(0, stream_->start_offset());
+    if (leader_epoch > epochs_.back().first) {
+      epochs_.emplace_back(leader_epoch, stream_->end_offset());
+      SHALE_TRY(stream_->put_meta(kLeaderEpochsKey, encode_epochs(epochs_)));
+    } else if (leader_epoch < epochs_.back().first) {
+      // Never serve under an epoch older than one already recorded: clients would see the
+      // leader epoch go back.
+      leader_epoch_ = epochs_.back().first;
+    }
+  }
   int64_t from = stream_->start_offset();
   if (use_snapshot) {
     auto m = stream_->get_meta(kPartitionSnapshotKey);
@@ -83,7 +136,41 @@ Status Partition::open(storage::Engine& engine, bool use_snapshot) {
     }
   }
   snapshot_time_ms_.store(steady_ms());
-  return replay(from);
+  SHALE_TRY(replay(from));
+  serving_.store(true, std::memory_order_release);
+  return ok_status();
+}
+
+std::pair<int32_t, int64_t> Partition::end_offset_for(int32_t epoch) const {
+  if (epochs_.empty() || epoch >= epochs_.back().first) return {leader_epoch_, high_watermark()};
+  if (epoch < epochs_.front().first) return {-1, -1};
+  for (size_t i = 0; i + 1 < epochs_.size(); ++i) {
+    if (epochs_[i + 1].first > epoch) return {epochs_[i].first, epochs_[i + 1].second};
+  }
+  return {leader_epoch_, high_watermark()};
+}
+
+void Partition::stop_serving() {
+  {
+    std::lock_guard lock(mu_);
+    serving_.store(false, std::memory_order_release);
+  }
+  notify_waiters();
+}
+
+Status Partition::close() {
+  stop_serving();  // under mu_: no append is issued after this
+  if (stream_ == nullptr) return ok_status();
+  // The snapshot covers the durable prefix; appends still in flight are replayed by the next
+  // owner from the stream itself.
+  if (auto w = write_snapshot(); !w.ok()) {
+    spdlog::warn("partition {}-{}: snapshot before close failed ({}); the next owner replays",
+                 topic_, index_, w.error().to_string());
+  }
+  std::promise<Status> p;
+  auto f = p.get_future();
+  stream_->close([&p](Status st) { p.set_value(std::move(st)); });
+  return f.get();
 }
 
 void Partition::restore(const PartitionSnapshot& s) {
@@ -201,6 +288,11 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
   tracker->done = std::move(done);
   {
     std::lock_guard lock(mu_);
+    if (!serving_.load(std::memory_order_relaxed)) {
+      out.error = ErrorCode::kNotLeaderOrFollower;
+      out.message = "this broker no longer leads the partition";
+      return out;
+    }
     for (auto& pb : batches) {
       const protocol::BatchHeader& h = pb.batch.header();
       const int32_t last_seq =
@@ -283,6 +375,10 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
 }
 
 void Partition::read(int64_t offset, size_t max_bytes, storage::ReadCallback done) {
+  if (!serving()) {
+    done(Error::make(Errc::kFenced, "this broker no longer serves the partition"));
+    return;
+  }
   stream_->read(offset, stream_->end_offset(), max_bytes, std::move(done));
 }
 

@@ -70,16 +70,34 @@ class Partition {
       : topic_(std::move(topic)), index_(index), stream_id_(stream_id) {}
 
   // Blocking: opens the stream (fencing any earlier owner), loads the side-data snapshot (unless
-  // use_snapshot is false, or it is unreadable) and replays the stream after it.
-  Status open(storage::Engine& engine, bool use_snapshot = true);
+  // use_snapshot is false, or it is unreadable) and replays the stream after it. leader_epoch is
+  // the ownership epoch this broker serves the partition under (cluster mode; 0 on one node); a
+  // new epoch is recorded with its start offset (the stream end) in the stream's leader-epoch
+  // history (OffsetForLeaderEpoch). After a successful open the partition is serving().
+  Status open(storage::Engine& engine, bool use_snapshot = true, int32_t leader_epoch = 0);
+
+  // Whether this object serves the partition: open succeeded and neither close() nor
+  // stop_serving() ran since. Cluster mode replaces the object on each change of owner, so a
+  // handler holding an old one sees false and answers NOT_LEADER_OR_FOLLOWER.
+  bool serving() const { return serving_.load(std::memory_order_acquire); }
+  // Blocking: stops serving (new appends answer NOT_LEADER_OR_FOLLOWER), waits for the appends
+  // in flight, writes the side-data snapshot and closes the stream (its WAL data uploaded), so
+  // that another broker can open it. Waiting fetches are woken.
+  Status close();
+  // Stops serving at once without touching the stream (another broker owns it already).
+  void stop_serving();
 
   const std::string& topic() const { return topic_; }
   int32_t index() const { return index_; }
   int64_t stream_id() const { return stream_id_; }
   storage::Stream* stream() const { return stream_; }
-  int64_t high_watermark() const { return stream_->end_offset(); }
-  int64_t log_start_offset() const { return stream_->start_offset(); }
-  int32_t leader_epoch() const { return 0; }
+  int64_t high_watermark() const { return stream_ ? stream_->end_offset() : -1; }
+  int64_t log_start_offset() const { return stream_ ? stream_->start_offset() : -1; }
+  int32_t leader_epoch() const { return leader_epoch_; }
+  // OffsetForLeaderEpoch: (the largest epoch <= `epoch`, the end offset of that epoch — the
+  // start of the next one, or the high watermark for the current epoch). (-1, -1) when `epoch`
+  // is older than every epoch of the history.
+  std::pair<int32_t, int64_t> end_offset_for(int32_t epoch) const;
   bool deleted() const { return deleted_.load(); }
   void mark_deleted() {
     deleted_.store(true);
@@ -136,6 +154,10 @@ class Partition {
   const int64_t stream_id_;
   storage::Stream* stream_ = nullptr;
   std::atomic<bool> deleted_{false};
+  std::atomic<bool> serving_{false};
+  int32_t leader_epoch_ = 0;
+  // (epoch, start offset), increasing; set by open() before the partition is published.
+  std::vector<std::pair<int32_t, int64_t>> epochs_;
 
   mutable std::mutex mu_;
   ProducerStateMap producers_;

@@ -209,6 +209,11 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
         continue;
       }
       const auto& part = topic->partitions[static_cast<size_t>(pd.index)];
+      if (!part->serving()) {
+        // Cluster mode: another broker owns it (or is taking it over); clients refresh metadata.
+        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
+        continue;
+      }
       Prepared prep = prepare(pd.records, topic->settings, now_ms());
       if (prep.error != ErrorCode::kNone) {
         pr.error_code = static_cast<int16_t>(prep.error);

@@ -19,7 +19,11 @@ const std::vector<TopicConfigKey> kKeys = {
     {"file.delete.delay.ms", T::kLong, "60000", "log.segment.delete.delay.ms", ""},
     {"flush.messages", T::kLong, "9223372036854775807", "log.flush.interval.messages", ""},
     {"flush.ms", T::kLong, "9223372036854775807", "log.flush.interval.ms", ""},
+    {"follower.replication.throttled.replicas", T::kList, "", nullptr,
+     "accepted; no effect (storage is shared: nothing is replicated)"},
     {"index.interval.bytes", T::kInt, "4096", "log.index.interval.bytes", ""},
+    {"leader.replication.throttled.replicas", T::kList, "", nullptr,
+     "accepted; no effect (storage is shared: nothing is replicated)"},
     {"local.retention.bytes", T::kLong, "-2", "log.local.retention.bytes", ""},
     {"local.retention.ms", T::kLong, "-2", "log.local.retention.ms", ""},
     {"max.compaction.lag.ms", T::kLong, "9223372036854775807", "log.cleaner.max.compaction.lag.ms",
@@ -154,6 +158,11 @@ const std::vector<std::string>& dynamic_broker_keys() {
       "message.max.bytes",
       "log.message.timestamp.before.max.ms",
       "log.message.timestamp.after.max.ms",
+      // Replication throttles (kafka-reassign-partitions sets and clears them): accepted, no
+      // effect — storage is shared and nothing is replicated.
+      "leader.replication.throttled.rate",
+      "follower.replication.throttled.rate",
+      "replica.alter.log.dirs.io.max.bytes.per.second",
   };
   return keys;
 }

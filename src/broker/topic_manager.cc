@@ -43,7 +43,9 @@ std::string unescape(std::string_view s) {
   return out;
 }
 
-std::string uuid_hex(const protocol::Uuid& u) {
+}  // namespace
+
+std::string topic_id_hex(const protocol::Uuid& u) {
   std::string out;
   char buf[3];
   for (uint8_t b : u.bytes) {
@@ -53,7 +55,7 @@ std::string uuid_hex(const protocol::Uuid& u) {
   return out;
 }
 
-bool parse_uuid_hex(std::string_view s, protocol::Uuid& u) {
+bool parse_topic_id_hex(std::string_view s, protocol::Uuid& u) {
   if (s.size() != 32) return false;
   for (size_t i = 0; i < 16; ++i) {
     unsigned v = 0;
@@ -64,6 +66,8 @@ bool parse_uuid_hex(std::string_view s, protocol::Uuid& u) {
   return true;
 }
 
+namespace {
+
 struct StoredTopic {
   protocol::Uuid id;
   std::map<std::string, std::string> configs;
@@ -71,7 +75,7 @@ struct StoredTopic {
 };
 
 std::string encode_topic(const Topic& t) {
-  std::string out = "version 1\nid " + uuid_hex(t.id) + "\n";
+  std::string out = "version 1\nid " + topic_id_hex(t.id) + "\n";
   for (const auto& [k, v] : t.configs) out += "config " + escape(k) + " " + escape(v) + "\n";
   for (const auto& p : t.partitions) out += "stream " + std::to_string(p->stream_id()) + "\n";
   return out;
@@ -88,7 +92,7 @@ Result<StoredTopic> decode_topic(std::string_view text) {
     std::string field = line.substr(0, sp);
     std::string rest = line.substr(sp + 1);
     if (field == "id") {
-      have_id = parse_uuid_hex(rest, st.id);
+      have_id = parse_topic_id_hex(rest, st.id);
     } else if (field == "config") {
       auto sp2 = rest.find(' ');
       if (sp2 == std::string::npos) continue;
@@ -176,7 +180,7 @@ Status TopicManager::load() {
     t->settings = TopicSettings::resolve(t->configs, defaults_);
     for (size_t i = 0; i < st->streams.size(); ++i) {
       auto p = std::make_shared<Partition>(t->name, static_cast<int32_t>(i), st->streams[i]);
-      SHALE_TRY(p->open(*engine_));
+      if (!cluster_mode()) SHALE_TRY(p->open(*engine_));
       t->partitions.push_back(std::move(p));
     }
     mod_revisions_[t->name] = kv.mod_revision;
@@ -318,6 +322,11 @@ Result<TopicPtr> TopicManager::create(const std::string& name, int32_t partition
   // The record is written before the streams are opened: a crash in between leaves a topic
   // whose streams open at the next load, never an unreferenced open stream.
   SHALE_TRY(persist(*t, 0));
+  if (cluster_mode()) {
+    publish(t);
+    SHALE_TRY(placed_(*t, 0, partitions));
+    return TopicPtr(t);
+  }
   for (auto& p : t->partitions) SHALE_TRY(p->open(*engine_));
   publish(t);
   return TopicPtr(t);
@@ -336,6 +345,7 @@ Status TopicManager::remove(const std::string& name) {
     by_name_.erase(name);
   }
   mod_revisions_.erase(name);
+  if (removed_) removed_(*t);
   for (const auto& p : t->partitions) {
     p->mark_deleted();
     auto st = engine_->delete_stream(p->stream_id());
@@ -359,6 +369,12 @@ Result<TopicPtr> TopicManager::add_partitions(const std::string& name, int32_t t
     t->partitions.push_back(std::make_shared<Partition>(name, i, *sid));
   }
   SHALE_TRY(persist(*t, mod_revisions_[name]));
+  if (cluster_mode()) {
+    publish(t);
+    const auto first = static_cast<int32_t>(old->partitions.size());
+    SHALE_TRY(placed_(*t, first, total - first));
+    return TopicPtr(t);
+  }
   for (size_t i = old->partitions.size(); i < t->partitions.size(); ++i) {
     SHALE_TRY(t->partitions[i]->open(*engine_));
   }
@@ -377,6 +393,74 @@ Result<TopicPtr> TopicManager::set_configs(const std::string& name,
   SHALE_TRY(persist(*t, mod_revisions_[name]));
   publish(t);
   return TopicPtr(t);
+}
+
+void TopicManager::set_cluster_mode(PlacedHook placed, RemovedHook removed) {
+  placed_ = std::move(placed);
+  removed_ = std::move(removed);
+}
+
+Result<TopicPtr> TopicManager::refresh(const std::string& name) {
+  auto kv = meta_->get(key_for(name));
+  if (!kv.ok()) return std::move(kv).error();
+  std::lock_guard admin(admin_mu_);
+  TopicPtr old = find(name);
+  if (!kv->has_value()) {
+    if (old) {
+      {
+        std::unique_lock lock(mu_);
+        by_name_.erase(name);
+      }
+      mod_revisions_.erase(name);
+      for (const auto& p : old->partitions) {
+        p->stop_serving();
+        p->mark_deleted();
+      }
+      spdlog::info("topic {} was deleted on another broker", name);
+    }
+    return TopicPtr();
+  }
+  if (old && mod_revisions_[name] >= (*kv)->mod_revision) return old;
+  auto st = decode_topic((*kv)->value);
+  if (!st.ok()) return std::move(st).error();
+  auto t = std::make_shared<Topic>();
+  t->name = name;
+  t->id = st->id;
+  t->configs = st->configs;
+  t->settings = TopicSettings::resolve(t->configs, defaults());
+  const bool same = old && old->id == st->id;
+  for (size_t i = 0; i < st->streams.size(); ++i) {
+    if (same && i < old->partitions.size() && old->partitions[i]->stream_id() == st->streams[i]) {
+      t->partitions.push_back(old->partitions[i]);
+    } else {
+      t->partitions.push_back(
+          std::make_shared<Partition>(name, static_cast<int32_t>(i), st->streams[i]));
+    }
+  }
+  if (old && !same) {
+    for (const auto& p : old->partitions) {
+      p->stop_serving();
+      p->mark_deleted();
+    }
+  }
+  mod_revisions_[name] = (*kv)->mod_revision;
+  publish(t);
+  return TopicPtr(t);
+}
+
+bool TopicManager::replace_partition(const protocol::Uuid& topic_id, std::shared_ptr<Partition> p) {
+  std::lock_guard admin(admin_mu_);  // admin changes copy the published topic: serialise
+  std::unique_lock lock(mu_);
+  auto it = by_name_.find(p->topic());
+  if (it == by_name_.end() || it->second->id != topic_id) return false;
+  const auto idx = static_cast<size_t>(p->index());
+  if (idx >= it->second->partitions.size() ||
+      it->second->partitions[idx]->stream_id() != p->stream_id())
+    return false;
+  auto t = std::make_shared<Topic>(*it->second);
+  t->partitions[idx] = std::move(p);
+  it->second = std::move(t);
+  return true;
 }
 
 }  // namespace shale::broker

@@ -11,6 +11,7 @@
 // between snapshots of the same topic; names are unique and valid (validate_topic_name).
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -46,14 +47,38 @@ std::string topic_collision_key(std::string_view name);
 // A random UUID v4 that Kafka would accept as a topic id (not zero, not the metadata topic id,
 // base64 form not starting with '-').
 protocol::Uuid random_topic_id();
+// The topic id as 32 lower-case hex digits (MetaStore keys).
+std::string topic_id_hex(const protocol::Uuid& id);
+bool parse_topic_id_hex(std::string_view s, protocol::Uuid& out);
 
 class TopicManager {
  public:
   TopicManager(storage::Engine* engine, meta::MetaStore* meta, std::string ns,
                BrokerTopicDefaults defaults);
 
-  // Blocking: reads every topic and opens its partitions.
+  // Blocking: reads every topic and opens its partitions (in cluster mode: opens none; the
+  // ownership driver opens the ones this broker owns).
   Status load();
+
+  // Cluster mode (call before load()): partitions are not opened by load/create/add_partitions;
+  // `placed` is called (blocking, under the admin lock) after a topic's new partitions
+  // [first, first + count) were persisted, to assign them owners; `removed` after a topic was
+  // deleted.
+  using PlacedHook = std::function<Status(const Topic&, int32_t first, int32_t count)>;
+  using RemovedHook = std::function<void(const Topic&)>;
+  void set_cluster_mode(PlacedHook placed, RemovedHook removed);
+  bool cluster_mode() const { return static_cast<bool>(placed_); }
+
+  // Blocking: re-reads topic `name` from the MetaStore (another broker created, changed or
+  // deleted it) and publishes what changed: new partitions are added unopened, a deleted topic
+  // is unpublished and its partitions marked deleted. Returns the topic as published now (null
+  // when it does not exist).
+  Result<TopicPtr> refresh(const std::string& name);
+  // Publishes `p` as partition p->index() of the topic with id `topic_id` (a new Partition
+  // object for a new owner period). False when the topic is gone or has no such partition.
+  bool replace_partition(const protocol::Uuid& topic_id, std::shared_ptr<Partition> p);
+  // The prefix of topic records (`<ns>/topics/`) and the topic name in one of its keys.
+  std::string topics_prefix() const { return ns_ + "/topics/"; }
 
   TopicPtr find(std::string_view name) const;
   TopicPtr find(const protocol::Uuid& id) const;
@@ -90,6 +115,8 @@ class TopicManager {
   storage::Engine* engine_;
   meta::MetaStore* meta_;
   const std::string ns_;
+  PlacedHook placed_;
+  RemovedHook removed_;
   BrokerTopicDefaults defaults_;  // guarded by mu_ for readers; changed under admin_mu_ too
 
   std::mutex admin_mu_;

@@ -1,12 +1,16 @@
 // Metadata (brokers, cluster id, controller, topics with auto-creation) and
 // DescribeTopicPartitions. With one broker that leads every partition, each partition reports
-// this node as leader, replica and ISR, with the partition's leader epoch.
+// this node as leader, replica and ISR, with the partition's leader epoch. In cluster mode
+// (Broker::ownership()) the brokers are the live ones, each with its address on the listener the
+// client came in on, and each partition's leader (= its only replica and ISR) is its owner with
+// the owner's leader epoch; a partition without a live owner answers LEADER_NOT_AVAILABLE.
 #include <algorithm>
 #include <map>
 
 #include <spdlog/spdlog.h>
 
 #include "broker/handlers.h"
+#include "broker/ownership.h"
 
 namespace shale::broker {
 
@@ -15,6 +19,19 @@ using protocol::MetadataResponse;
 
 namespace {
 
+struct PartitionLeader {
+  int32_t id = -1;
+  int32_t epoch = 0;
+};
+
+PartitionLeader leader_of(const Broker& b, const Topic& t, const Partition& p) {
+  if (const Ownership* o = b.ownership()) {
+    auto l = o->leader(t.id, p.index());
+    return {l.id, l.epoch};
+  }
+  return {b.node_id(), p.leader_epoch()};
+}
+
 MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t, int16_t version) {
   MetadataResponse::MetadataResponseTopic out;
   out.name = t.name;
@@ -22,13 +39,39 @@ MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t
   for (const auto& p : t.partitions) {
     auto& pr = out.partitions.emplace_back();
     pr.partition_index = p->index();
-    pr.leader_id = b.node_id();
-    if (version >= 7) pr.leader_epoch = p->leader_epoch();
-    pr.replica_nodes = {b.node_id()};
-    pr.isr_nodes = {b.node_id()};
+    const PartitionLeader l = leader_of(b, t, *p);
+    pr.leader_id = l.id;
+    if (version >= 7) pr.leader_epoch = l.epoch;
+    if (l.id < 0) {
+      pr.error_code = static_cast<int16_t>(ErrorCode::kLeaderNotAvailable);
+      pr.replica_nodes = {};
+      pr.isr_nodes = {};
+      continue;
+    }
+    pr.replica_nodes = {l.id};
+    pr.isr_nodes = {l.id};
   }
   return out;
 }
+
+// "host:port" → (host, port); false when malformed.
+bool split_host_port(const std::string& hp, std::string& host, int32_t& port) {
+  const auto colon = hp.rfind(':');
+  if (colon == std::string::npos) return false;
+  host = hp.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  try {
+    port = std::stoi(hp.substr(colon + 1));
+  } catch (const std::exception&) {
+    return false;
+  }
+  return true;
+}
+
+asio::awaitable<MetadataResponse> metadata_topics(Broker& b, int16_t version,
+                                                  protocol::MetadataRequest req,
+                                                  MetadataResponse resp);
 
 }  // namespace
 
@@ -36,6 +79,26 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
                                                   protocol::MetadataRequest req,
                                                   std::string listener) {
   MetadataResponse resp;
+  if (const Ownership* o = b.ownership()) {
+    // Cluster mode: every live broker, at its address on the client's listener (the first one
+    // it registered when it has no listener of that name).
+    for (const auto& [id, info] : o->live()) {
+      auto lit = info.listeners.find(listener);
+      if (lit == info.listeners.end()) lit = info.listeners.begin();
+      if (lit == info.listeners.end()) continue;
+      std::string host;
+      int32_t port = 0;
+      if (!split_host_port(lit->second, host, port)) continue;
+      auto& br = resp.brokers.emplace_back();
+      br.node_id = id;
+      br.host = host;
+      br.port = port;
+      if (!info.rack.empty()) br.rack = info.rack;
+    }
+    if (version >= 2) resp.cluster_id = b.config().cluster_id;
+    resp.controller_id = o->controller_id();
+    co_return co_await metadata_topics(b, version, std::move(req), std::move(resp));
+  }
   // One entry per node, with its address on the listener the client came in on (as Kafka
   // does); a listener without an advertised address (or none given) gets the first one.
   const auto& eps = b.config().endpoints;
@@ -55,6 +118,14 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
   }
   if (version >= 2) resp.cluster_id = b.config().cluster_id;
   resp.controller_id = b.node_id();
+  co_return co_await metadata_topics(b, version, std::move(req), std::move(resp));
+}
+
+namespace {
+
+asio::awaitable<MetadataResponse> metadata_topics(Broker& b, int16_t version,
+                                                  protocol::MetadataRequest req,
+                                                  MetadataResponse resp) {
   if (!req.topics) {
     for (const auto& t : b.topics().list()) resp.topics.push_back(describe(b, *t, version));
     co_return resp;
@@ -113,6 +184,8 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
   co_return resp;
 }
 
+}  // namespace
+
 }  // namespace shale::broker
 
 namespace shale::broker {
@@ -164,10 +237,12 @@ asio::awaitable<protocol::DescribeTopicPartitionsResponse> handle_describe_topic
       const auto& part = t->partitions[static_cast<size_t>(p)];
       auto& pr = tr.partitions.emplace_back();
       pr.partition_index = part->index();
-      pr.leader_id = b.node_id();
-      pr.leader_epoch = part->leader_epoch();
-      pr.replica_nodes = {b.node_id()};
-      pr.isr_nodes = {b.node_id()};
+      const PartitionLeader l = leader_of(b, *t, *part);
+      pr.leader_id = l.id;
+      pr.leader_epoch = l.epoch;
+      if (l.id < 0) pr.error_code = static_cast<int16_t>(ErrorCode::kLeaderNotAvailable);
+      pr.replica_nodes = l.id < 0 ? std::vector<int32_t>{} : std::vector<int32_t>{l.id};
+      pr.isr_nodes = pr.replica_nodes;
       pr.eligible_leader_replicas = std::vector<int32_t>{};
       pr.last_known_elr = std::vector<int32_t>{};
     }

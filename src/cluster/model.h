@@ -6,6 +6,8 @@
 //                                 create revision is the controller's fencing token
 //   <ns>/assign/<topic_id>/<p>    Assignment (owner, leader epoch, state), permanent
 //   <ns>/identity                 {"cluster_id", "object_store"} of the first broker (identity.h)
+//   <ns>/wal/<id>                 the WAL URI broker <id> registered (permanent)
+//   <ns>/failover/<id>            {"target", "done"}: dead broker <id>'s WAL being recovered
 //
 // Ids: broker ids are int32 (Kafka's node ids); topic ids are the caller's string form of the
 // topic's UUID. Partition numbers in keys are decimal, so a prefix read returns them in key
@@ -33,6 +35,12 @@ class Keys {
   std::string node_epoch(int32_t id) const { return ns_ + "/node_epoch/" + std::to_string(id); }
   std::string controller() const { return ns_ + "/controller"; }
   std::string identity() const { return ns_ + "/identity"; }
+  // <ns>/failover/<id>: a dead broker's WAL being recovered (see broker/ownership.h).
+  std::string failover_prefix() const { return ns_ + "/failover/"; }
+  std::string failover(int32_t id) const { return failover_prefix() + std::to_string(id); }
+  // <ns>/wal/<id>: the WAL URI broker <id> registered last (permanent: failover needs it after
+  // the broker's lease, and its brokers/ record, are gone).
+  std::string wal(int32_t id) const { return ns_ + "/wal/" + std::to_string(id); }
   std::string assign_prefix() const { return ns_ + "/assign/"; }
   std::string assign_topic_prefix(std::string_view topic_id) const {
     return assign_prefix() + std::string(topic_id) + "/";

@@ -25,12 +25,12 @@ Result<Current> read(meta::MetaStore* store, const Keys& keys, const std::string
 
 Result<Assignment> write(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
                          int32_t partition, const Current& cur, Assignment next,
-                         const meta::Txn& extra = {}) {
+                         const meta::Txn& extra = {}, const CommitFn* commit = nullptr) {
   next.since_ms = clock::wall_ms();
   meta::Txn t = extra;
   t.compares.push_back({keys.assign(topic_id, partition), cur.mod_revision});
   t.ops.push_back(meta::Op::put(keys.assign(topic_id, partition), to_json(next)));
-  auto r = store->commit(t);
+  auto r = commit != nullptr ? (*commit)(std::move(t)) : store->commit(t);
   if (!r.ok()) return std::move(r).error();
   return next;
 }
@@ -116,6 +116,33 @@ Result<Assignment> cancel_move(meta::MetaStore* store, const Keys& keys,
   next.state = Assignment::State::kOwned;
   next.target = -1;
   return write(store, keys, topic_id, partition, *cur, next);
+}
+
+Result<Assignment> hand_over(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
+                             int32_t partition, int32_t from, int32_t target,
+                             const CommitFn& commit) {
+  auto cur = read(store, keys, topic_id, partition);
+  if (!cur.ok()) return std::move(cur).error();
+  const Assignment& a = cur->a;
+  if (a.owner != from) return wrong_state("not owned by " + std::to_string(from), a);
+  Assignment next = a;
+  next.state = Assignment::State::kReleased;
+  next.target = target;
+  return write(store, keys, topic_id, partition, *cur, next, {}, &commit);
+}
+
+Result<Assignment> revert_release(meta::MetaStore* store, const Keys& keys,
+                                  const std::string& topic_id, int32_t partition, int32_t target,
+                                  const CommitFn& commit) {
+  auto cur = read(store, keys, topic_id, partition);
+  if (!cur.ok()) return std::move(cur).error();
+  const Assignment& a = cur->a;
+  if (a.state != Assignment::State::kReleased || a.target != target)
+    return wrong_state("not released to " + std::to_string(target), a);
+  Assignment next = a;
+  next.state = Assignment::State::kOwned;
+  next.target = -1;
+  return write(store, keys, topic_id, partition, *cur, next, {}, &commit);
 }
 
 }  // namespace shale::cluster

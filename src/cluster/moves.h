@@ -47,6 +47,20 @@ Result<Assignment> release(meta::MetaStore* store, const Keys& keys, const std::
 Result<Assignment> take_over(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
                              int32_t partition, int32_t me, const meta::Txn& extra = {});
 
+// Controller: hands a partition of broker `from` (dead, its WAL recovered) to `target`: any
+// record owned by `from` → RELEASED(from → target), same epoch, written through `commit` (the
+// controller's fenced commit). kConflict when the owner is no longer `from`.
+using CommitFn = std::function<Result<int64_t>(meta::Txn)>;
+Result<Assignment> hand_over(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
+                             int32_t partition, int32_t from, int32_t target,
+                             const CommitFn& commit);
+
+// Controller: a RELEASED record whose target died before taking it over goes back to its owner
+// (OWNED, same epoch), which reopens it. kConflict when it is no longer RELEASED to `target`.
+Result<Assignment> revert_release(meta::MetaStore* store, const Keys& keys,
+                                  const std::string& topic_id, int32_t partition, int32_t target,
+                                  const CommitFn& commit);
+
 // Cancels a move the owner has not yet released: MOVING → OWNED (same owner and epoch).
 Result<Assignment> cancel_move(meta::MetaStore* store, const Keys& keys,
                                const std::string& topic_id, int32_t partition);
