@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "base/clock.h"
 #include "broker/broker.h"
@@ -72,9 +72,10 @@ Result<std::unique_ptr<Ownership>> Ownership::start(Broker* broker, cluster::Mem
   if (!table.ok()) return std::move(table).error();
   o->table_ = std::move(table).value();
   const std::string prefix = broker->topics().topics_prefix();
-  auto w = broker->meta().watch(prefix, 0, [self, prefix](const std::vector<meta::WatchEvent>& evs) {
-    for (const auto& ev : evs) self->on_topic(ev.kv.key.substr(prefix.size()));
-  });
+  auto w =
+      broker->meta().watch(prefix, 0, [self, prefix](const std::vector<meta::WatchEvent>& evs) {
+        for (const auto& ev : evs) self->on_topic(ev.kv.key.substr(prefix.size()));
+      });
   if (!w.ok()) return std::move(w).error();
   o->topic_watch_ = *w;
   o->thread_ = std::thread([self] { self->run(); });
@@ -247,7 +248,8 @@ void Ownership::reconcile(const PartitionKey& k) {
         np->stop_serving();
         return;
       }
-      spdlog::info("cluster: serving {}-{} (leader epoch {})", t->name, k.second, np->leader_epoch());
+      spdlog::info("cluster: serving {}-{} (leader epoch {})", t->name, k.second,
+                   np->leader_epoch());
       part = np;
     }
     if (a->state == Assignment::State::kMoving && a->target != me) {
@@ -256,8 +258,8 @@ void Ownership::reconcile(const PartitionKey& k) {
       if (!st.ok()) {
         // Its WAL data may not be uploaded: keep the partition (the move is cancelled, and it
         // reopens here on the next round).
-        spdlog::warn("cluster: closing {}-{} for a move failed ({}); cancelling the move",
-                     t->name, k.second, st.error().to_string());
+        spdlog::warn("cluster: closing {}-{} for a move failed ({}); cancelling the move", t->name,
+                     k.second, st.error().to_string());
         (void)cluster::cancel_move(&b_->meta(), member_->keys(), k.first, k.second);
         return;
       }

@@ -56,7 +56,7 @@ class Ownership {
   // Starts the watches and the driver. Call after the Broker is constructed and before
   // Broker::start() (it puts the TopicManager in cluster mode); kick() after the topics loaded.
   static Result<std::unique_ptr<Ownership>> start(Broker* broker, cluster::Member* member,
-                                                   Options opts);
+                                                  Options opts);
   ~Ownership();
   Ownership(const Ownership&) = delete;
   Ownership& operator=(const Ownership&) = delete;

@@ -30,9 +30,8 @@ ErrorCode reassign_error(const Error& e) {
 
 }  // namespace
 
-asio::awaitable<protocol::AlterPartitionReassignmentsResponse>
-handle_alter_partition_reassignments(Broker& b, int16_t version,
-                                     protocol::AlterPartitionReassignmentsRequest req) {
+asio::awaitable<protocol::AlterPartitionReassignmentsResponse> handle_alter_partition_reassignments(
+    Broker& b, int16_t version, protocol::AlterPartitionReassignmentsRequest req) {
   (void)version;
   protocol::AlterPartitionReassignmentsResponse resp;
   resp.error_message = std::nullopt;
@@ -51,9 +50,9 @@ handle_alter_partition_reassignments(Broker& b, int16_t version,
       };
       if (!t || rp.partition_index < 0 ||
           static_cast<size_t>(rp.partition_index) >= t->partitions.size()) {
-        fail(ErrorCode::kUnknownTopicOrPartition,
-             "The partition " + rt.name + "-" + std::to_string(rp.partition_index) +
-                 " does not exist.");
+        fail(ErrorCode::kUnknownTopicOrPartition, "The partition " + rt.name + "-" +
+                                                      std::to_string(rp.partition_index) +
+                                                      " does not exist.");
         continue;
       }
       if (!rp.replicas) {  // cancel

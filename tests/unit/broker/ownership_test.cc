@@ -1,0 +1,314 @@
+// Partition ownership (broker/ownership.h): three brokers in one process on one SqliteMetaStore
+// and one object store (a FaultInjectingStore over a MemoryStore), each with its own storage
+// engine and WAL, lease, cluster::Member and Ownership — as three `shale serve` would be.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <asio/co_spawn.hpp>
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <asio/use_future.hpp>
+
+#include "broker/broker.h"
+#include "broker/handlers.h"
+#include "broker/ownership.h"
+#include "cluster/member.h"
+#include "meta/lease_keeper.h"
+#include "meta/sqlite_meta_store.h"
+#include "objstore/fault_injecting_store.h"
+#include "objstore/memory_store.h"
+#include "protocol/record_batch.h"
+#include "storage/engine.h"
+
+namespace shale::broker {
+namespace {
+
+namespace fs = std::filesystem;
+using protocol::ErrorCode;
+
+constexpr int64_t kWaitMs = 20000;
+
+bool eventually(const std::function<bool()>& pred, int64_t timeout_ms = kWaitMs) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return pred();
+}
+
+storage::EngineOptions engine_options(int32_t node, const std::string& wal_path) {
+  storage::EngineOptions o;
+  o.node_id = node;
+  o.wal_path = "file://" + wal_path;
+  o.wal_capacity = 16 << 20;
+  o.wal_max_write = 256 << 10;
+  o.log_cache_size = 8 << 20;
+  o.block_cache_size = 4 << 20;
+  o.upload_threshold = 1 << 20;
+  o.stream_split_size = 256 << 10;
+  o.object_block_size = 16 << 10;
+  o.object_part_size = 1 << 20;
+  o.upload_interval_ms = -1;  // data stays in the WAL until a close, a flush or a shutdown
+  o.compaction_interval_ms = 0;
+  o.object_delete_delay_ms = 0;
+  return o;
+}
+
+struct Node {
+  int32_t id = 0;
+  std::unique_ptr<storage::Engine> engine;
+  std::unique_ptr<meta::LeaseKeeper> lease;
+  std::unique_ptr<cluster::Member> member;
+  std::unique_ptr<Broker> broker;
+  std::unique_ptr<Ownership> own;
+};
+
+class OwnershipTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("shale_ownership_test_" + std::to_string(::getpid()) +
+                                        "_" + std::to_string(std::random_device{}()));
+    fs::create_directories(dir_);
+    auto m = meta::SqliteMetaStore::open({(dir_ / "meta.db").string()});
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    meta_ = std::move(m).value();
+    guard_.emplace(io_.get_executor());
+    io_thread_ = std::thread([this] { io_.run(); });
+    for (int32_t id = 1; id <= 3; ++id) ASSERT_NO_FATAL_FAILURE(start(id));
+    ASSERT_TRUE(eventually([&] { return nodes_[1]->member->live().size() == 3; }));
+  }
+
+  void TearDown() override {
+    for (auto& [id, n] : nodes_) stop(*n, true);
+    nodes_.clear();
+    guard_.reset();
+    io_.stop();
+    io_thread_.join();
+    meta_.reset();
+    fs::remove_all(dir_);
+  }
+
+  std::string wal_path(int32_t id) const { return (dir_ / ("wal" + std::to_string(id))).string(); }
+
+  void start(int32_t id) {
+    auto n = std::make_unique<Node>();
+    n->id = id;
+    auto e = storage::Engine::open(engine_options(id, wal_path(id)), &objects_, meta_.get());
+    ASSERT_TRUE(e.ok()) << e.error().to_string();
+    n->engine = std::move(e).value();
+    auto k = meta::LeaseKeeper::start(meta_.get(), kTtlMs, {}, true);
+    ASSERT_TRUE(k.ok()) << k.error().to_string();
+    n->lease = std::move(k).value();
+    cluster::MemberOptions mo;
+    mo.ns = "shale";
+    mo.self.id = id;
+    mo.self.listeners["PLAINTEXT"] = "127.0.0.1:" + std::to_string(19000 + id);
+    mo.self.wal_uri = "file://" + wal_path(id);
+    mo.tick_ms = 20;
+    mo.register_wait_ms = kTtlMs + 1000;
+    auto m = cluster::Member::start(meta_.get(), n->lease.get(), mo);
+    ASSERT_TRUE(m.ok()) << m.error().to_string();
+    n->member = std::move(m).value();
+    ASSERT_TRUE(meta_->put(n->member->keys().wal(id), mo.self.wal_uri).ok());
+    BrokerConfig cfg;
+    cfg.node_id = id;
+    cfg.cluster_id = "ownership-test-cluster";
+    cfg.worker_threads = 2;
+    cfg.endpoints = {{"PLAINTEXT", "127.0.0.1", 19000 + id}};
+    n->broker = std::make_unique<Broker>(cfg, n->engine.get(), meta_.get());
+    n->broker->set_ack_gate([l = n->lease.get()] { return l->valid(); });
+    Ownership::Options oo;
+    oo.tick_ms = 20;
+    oo.recover_wal = [this](int32_t node, const std::string& uri) -> Status {
+      ++recoveries_;
+      auto o = engine_options(node, uri.substr(std::string("file://").size()));
+      auto e = storage::Engine::open(o, &objects_, meta_.get());
+      if (!e.ok()) return std::move(e).error();
+      (*e)->shutdown();
+      return ok_status();
+    };
+    auto o = Ownership::start(n->broker.get(), n->member.get(), oo);
+    ASSERT_TRUE(o.ok()) << o.error().to_string();
+    n->own = std::move(o).value();
+    n->broker->set_ownership(n->own.get());
+    ASSERT_TRUE(n->broker->start().ok());
+    n->own->kick();
+    nodes_[id] = std::move(n);
+  }
+
+  // clean: revoke the lease (a SIGTERM); else let it lapse (a crash as far as the others can
+  // tell — the engine still shuts down in-process).
+  void stop(Node& n, bool clean) {
+    if (n.own) n.own->stop();
+    if (n.broker) {
+      n.broker->stop();
+      n.broker->set_ownership(nullptr);
+    }
+    n.own.reset();
+    n.broker.reset();
+    if (n.engine) n.engine->shutdown();
+    n.engine.reset();
+    n.member.reset();
+    if (n.lease && clean) (void)n.lease->revoke();
+    n.lease.reset();
+  }
+
+  template <typename T>
+  T run(asio::awaitable<T> aw) {
+    return asio::co_spawn(io_, std::move(aw), asio::use_future).get();
+  }
+
+  // Which nodes serve partition p of `topic`.
+  std::vector<int32_t> servers(const std::string& topic, int32_t p) {
+    std::vector<int32_t> out;
+    for (auto& [id, n] : nodes_) {
+      if (!n->broker) continue;
+      auto part = n->broker->topics().partition(topic, p);
+      if (part && part->serving()) out.push_back(id);
+    }
+    return out;
+  }
+
+  int16_t produce(Node& n, const std::string& topic, int32_t p, int records, int64_t* base) {
+    protocol::RecordBatchBuilder b;
+    for (int i = 0; i < records; ++i) b.add(1000 + i, std::nullopt, "v" + std::to_string(i));
+    protocol::ProduceRequest req;
+    req.acks = -1;
+    req.timeout_ms = 30000;
+    auto& td = req.topic_data.emplace_back();
+    td.name = topic;
+    td.partition_data.push_back({p, b.build()});
+    auto resp = run(handle_produce(*n.broker, 9, std::move(req)));
+    const auto& pr = resp.responses.at(0).partition_responses.at(0);
+    if (base != nullptr) *base = pr.base_offset;
+    return pr.error_code;
+  }
+
+  static constexpr int64_t kTtlMs = 1500;
+  fs::path dir_;
+  std::unique_ptr<meta::SqliteMetaStore> meta_;
+  objstore::MemoryStore mem_;
+  objstore::FaultInjectingStore objects_{mem_};
+  std::map<int32_t, std::unique_ptr<Node>> nodes_;
+  std::atomic<int> recoveries_{0};
+  asio::io_context io_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> guard_;
+  std::thread io_thread_;
+};
+
+TEST_F(OwnershipTest, NewPartitionsAreSpreadAndServedByExactlyTheirOwner) {
+  ASSERT_TRUE(nodes_[2]->broker->topics().create("t", 6, {}).ok());
+  for (int32_t p = 0; p < 6; ++p) {
+    ASSERT_TRUE(eventually([&] { return servers("t", p).size() == 1; })) << "partition " << p;
+  }
+  std::map<int32_t, int> per_node;
+  for (int32_t p = 0; p < 6; ++p) {
+    const int32_t owner = servers("t", p).front();
+    ++per_node[owner];
+    TopicPtr t = nodes_[1]->broker->topics().find("t");
+    ASSERT_NE(t, nullptr);
+    EXPECT_EQ(nodes_[1]->own->leader(t->id, p).id, owner);
+    // The owner acknowledges; the others answer NOT_LEADER_OR_FOLLOWER.
+    for (auto& [id, n] : nodes_) {
+      int64_t base = -1;
+      const int16_t err = produce(*n, "t", p, 3, &base);
+      if (id == owner) {
+        EXPECT_EQ(err, 0) << "owner " << id << " partition " << p;
+      } else {
+        EXPECT_EQ(err, static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower)) << id;
+      }
+    }
+  }
+  EXPECT_EQ(per_node, (std::map<int32_t, int>{{1, 2}, {2, 2}, {3, 2}}));
+}
+
+TEST_F(OwnershipTest, MoveKeepsEveryAcknowledgedRecordAndRaisesTheLeaderEpoch) {
+  ASSERT_TRUE(nodes_[1]->broker->topics().create("m", 1, {}).ok());
+  ASSERT_TRUE(eventually([&] { return servers("m", 0).size() == 1; }));
+  int32_t owner = servers("m", 0).front();
+  int64_t acked = 0;
+  for (int round = 0; round < 4; ++round) {
+    int64_t base = -1;
+    ASSERT_EQ(produce(*nodes_[owner], "m", 0, 5, &base), 0);
+    EXPECT_EQ(base, acked);
+    acked += 5;
+    const int32_t target = owner % 3 + 1;
+    TopicPtr t = nodes_[owner]->broker->topics().find("m");
+    auto r = nodes_[target]->own->reassign(t->id, 0, target);
+    ASSERT_TRUE(r.ok()) << r.error().to_string();
+    ASSERT_TRUE(eventually([&] {
+      auto s = servers("m", 0);
+      return s.size() == 1 && s.front() == target;
+    })) << "round " << round;
+    auto part = nodes_[target]->broker->topics().partition("m", 0);
+    EXPECT_EQ(part->leader_epoch(), round + 1);
+    EXPECT_EQ(part->high_watermark(), acked);
+    // The epoch history: the old epoch ends where the new one starts.
+    EXPECT_EQ(part->end_offset_for(round).second, acked);
+    EXPECT_EQ(part->end_offset_for(round + 1).second, acked);
+    EXPECT_EQ(produce(*nodes_[owner], "m", 0, 1, nullptr),
+              static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower));
+    owner = target;
+  }
+  EXPECT_TRUE(nodes_[1]->own->ongoing().empty());
+}
+
+TEST_F(OwnershipTest, InvalidMovesChangeNothing) {
+  ASSERT_TRUE(nodes_[1]->broker->topics().create("x", 1, {}).ok());
+  ASSERT_TRUE(eventually([&] { return servers("x", 0).size() == 1; }));
+  TopicPtr t = nodes_[1]->broker->topics().find("x");
+  auto dead = nodes_[1]->own->reassign(t->id, 0, 42);
+  ASSERT_FALSE(dead.ok());
+  EXPECT_EQ(dead.error().code, Errc::kInvalidArgument);
+  auto unknown = nodes_[1]->own->reassign(t->id, 7, 2);
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code, Errc::kNotFound);
+  EXPECT_TRUE(nodes_[1]->own->ongoing().empty());
+  EXPECT_EQ(servers("x", 0).size(), 1u);
+}
+
+TEST_F(OwnershipTest, DeadBrokersPartitionsMoveToLiveOnesAfterItsWalIsReplayed) {
+  ASSERT_TRUE(nodes_[1]->broker->topics().create("f", 6, {}).ok());
+  for (int32_t p = 0; p < 6; ++p) ASSERT_TRUE(eventually([&] { return servers("f", p).size() == 1; }));
+  std::map<int32_t, int64_t> ends;
+  for (int32_t p = 0; p < 6; ++p) {
+    const int32_t owner = servers("f", p).front();
+    ASSERT_EQ(produce(*nodes_[owner], "f", p, 4 + p, nullptr), 0);
+    ends[p] = 4 + p;
+  }
+  // Broker 3 "dies": its lease lapses (the object store refuses its uploads meanwhile, so its
+  // acknowledged records are only in its WAL until another broker replays it).
+  Node& dead = *nodes_[3];
+  dead.own->stop();
+  objects_.fail_randomly(objstore::Op::kPut, 1.0, 7);
+  objects_.fail_randomly(objstore::Op::kCreateMultipart, 1.0, 7);
+  stop(dead, false);
+  objects_.fail_randomly(objstore::Op::kPut, 0.0, 7);
+  objects_.fail_randomly(objstore::Op::kCreateMultipart, 0.0, 7);
+  nodes_.erase(3);
+  for (int32_t p = 0; p < 6; ++p) {
+    ASSERT_TRUE(eventually([&] {
+      auto s = servers("f", p);
+      return s.size() == 1 && s.front() != 3;
+    })) << "partition " << p;
+    auto part = nodes_[servers("f", p).front()]->broker->topics().partition("f", p);
+    EXPECT_EQ(part->high_watermark(), ends[p]) << "partition " << p;
+  }
+  EXPECT_GE(recoveries_.load(), 1);
+  // The failover record is gone, and broker 3 comes back owning nothing.
+  ASSERT_TRUE(eventually([&] {
+    auto kv = meta_->get(nodes_[1]->member->keys().failover(3));
+    return kv.ok() && !kv->has_value();
+  }));
+  ASSERT_NO_FATAL_FAILURE(start(3));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  for (int32_t p = 0; p < 6; ++p) EXPECT_NE(servers("f", p), std::vector<int32_t>{3});
+}
+
+}  // namespace
+}  // namespace shale::broker
