@@ -469,6 +469,7 @@ int serve_main(int argc, char** argv) {
   std::unique_ptr<broker::Ownership> ownership;
   if (member) {
     broker::Ownership::Options oo;
+    oo.failover_grace_ms = lease->ttl_ms() + 1000;
     oo.recover_wal = [&cfg, objects = store->get(), m = meta->get()](
                          int32_t node, const std::string& uri) -> Status {
       // Replays the dead broker's WAL as its own restart would: open an engine as that node

@@ -131,9 +131,19 @@ Status Ownership::place(const Topic& t, int32_t first, int32_t count) {
   auto ids = live_ids();
   if (ids.empty()) ids.insert(member_->id());
   auto owned = table_->owned_counts(std::vector<int32_t>(ids.begin(), ids.end()));
-  auto r = cluster::create_assignments(&b_->meta(), member_->keys(), topic_id_hex(t.id), first,
-                                       count, owned);
-  if (!r.ok()) return std::move(r).error();
+  const std::string hex = topic_id_hex(t.id);
+  auto r = cluster::create_assignments(&b_->meta(), member_->keys(), hex, first, count, owned);
+  if (!r.ok()) {
+    if (r.error().code != Errc::kConflict) return std::move(r).error();
+    // The controller placed them first (it fills in partitions it sees without a record):
+    // fine, as long as every one has a record now.
+    for (int32_t p = first; p < first + count; ++p) {
+      auto kv = b_->meta().get(member_->keys().assign(hex, p));
+      if (!kv.ok()) return std::move(kv).error();
+      if (!kv->has_value()) return std::move(r).error();
+    }
+    return ok_status();
+  }
   // Our own records reach the table through the watch; wait so that the partitions this broker
   // got are opened before the creator answers (others' open on their own).
   table_->wait_for(r->revision, 2000);
@@ -149,6 +159,15 @@ Ownership::Leader Ownership::leader(const protocol::Uuid& topic_id, int32_t part
   auto live = member_->live();
   if (live.contains(a->owner)) out.id = a->owner;
   return out;
+}
+
+bool Ownership::opening(const protocol::Uuid& topic_id, int32_t partition) const {
+  auto a = table_->get(topic_id_hex(topic_id), partition);
+  if (!a) return false;
+  const int32_t me = member_->id();
+  if (a->state == Assignment::State::kReleased) return a->target == me;
+  // OWNED or MOVING by me; MOVING away while not serving means it is closing, not opening.
+  return a->owner == me && (a->state == Assignment::State::kOwned || a->target == me);
 }
 
 Result<Assignment> Ownership::reassign(const protocol::Uuid& topic_id, int32_t partition,
@@ -211,9 +230,16 @@ void Ownership::run() {
       for (const auto& t : b_->topics().list()) {
         for (const auto& p : t->partitions) work.insert({topic_id_hex(t->id), p->index()});
       }
-      if (member_->is_controller()) controller_duties();
-      failover_duties();
     }
+    // Failover steps every tick: they are on the path of a dead broker's partitions.
+    for (int32_t id : live_ids()) seen_live_.insert(id);
+    if (member_->is_controller()) {
+      if (controller_since_ms_ < 0) controller_since_ms_ = now;
+      controller_duties();
+    } else {
+      controller_since_ms_ = -1;
+    }
+    failover_duties();
     for (const auto& k : work) reconcile(k);
   }
 }
@@ -307,16 +333,25 @@ void Ownership::controller_duties() {
   auto commit = [this](meta::Txn t) { return member_->controller_commit(std::move(t)); };
   auto all = table_->all();
 
-  // Partitions without a record (a creator that died between the topic and its assignments).
+  // Partitions without a record for a while (a creator that died between the topic and its
+  // assignments; a creator that is alive writes them within moments).
+  const int64_t now = clock::mono_ms();
+  std::map<PartitionKey, int64_t> still_missing;
   for (const auto& t : b_->topics().list()) {
     const std::string hex = topic_id_hex(t->id);
     for (const auto& p : t->partitions) {
       if (all.contains({hex, p->index()})) continue;
+      const PartitionKey key{hex, p->index()};
+      auto seen = missing_since_.find(key);
+      const int64_t since = seen == missing_since_.end() ? now : seen->second;
+      still_missing[key] = since;
+      if (now - since < 5000) continue;
       auto owned = table_->owned_counts(std::vector<int32_t>(live.begin(), live.end()));
       auto r = cluster::create_assignments(&store, keys, hex, p->index(), 1, owned);
       if (r.ok()) spdlog::info("cluster: placed {}-{} (it had no owner)", t->name, p->index());
     }
   }
+  missing_since_ = std::move(still_missing);
 
   // A RELEASED partition whose target died before taking it over goes back to its owner.
   for (const auto& [k, a] : all) {
@@ -340,6 +375,9 @@ void Ownership::controller_duties() {
     auto it = failovers.find(d);
     if (it == failovers.end() || (!it->second.done && !live.contains(it->second.target))) {
       if (!opts_.recover_wal) continue;
+      if (!seen_live_.contains(d) &&
+          clock::mono_ms() - controller_since_ms_ < opts_.failover_grace_ms)
+        continue;  // it may still be registering (a whole cluster starting)
       const int32_t target = targets[(static_cast<size_t>(d) + rr++) % targets.size()];
       meta::Txn txn;
       txn.compares.push_back(

@@ -47,6 +47,11 @@ class Ownership {
  public:
   struct Options {
     int64_t tick_ms = 200;
+    // A broker this one never saw live (e.g. all brokers restarting together) is failed over
+    // only after this broker has been the controller this long (the others may still be
+    // registering); one that was seen live and left is failed over at once. Typically the
+    // lease TTL plus a second.
+    int64_t failover_grace_ms = 10000;
     // Replays broker `node`'s WAL (the URI it registered) and uploads and commits what it
     // held, as that broker would at its own restart. Blocking. Unset: failover is refused
     // (partitions of a dead broker stay unavailable until it returns).
@@ -76,6 +81,9 @@ class Ownership {
     int32_t epoch = 0;
   };
   Leader leader(const protocol::Uuid& topic_id, int32_t partition) const;
+  // This broker is about to serve the partition: it owns it (OWNED or MOVING) or it is the
+  // target of a RELEASED record. Produce waits briefly for the open instead of refusing.
+  bool opening(const protocol::Uuid& topic_id, int32_t partition) const;
   std::map<int32_t, cluster::BrokerInfo> live() const { return member_->live(); }
   int32_t controller_id() const { return member_->controller().value_or(-1); }
   int32_t node_id() const { return member_->id(); }
@@ -104,6 +112,10 @@ class Ownership {
   Options opts_;
   std::function<void(bool)> controller_hook_;
   std::optional<bool> was_controller_;
+  // Driver thread only.
+  std::set<int32_t> seen_live_;
+  int64_t controller_since_ms_ = -1;
+  std::map<cluster::PartitionKey, int64_t> missing_since_;  // partitions seen without a record
   std::unique_ptr<cluster::AssignmentTable> table_;
   int64_t topic_watch_ = 0;
 

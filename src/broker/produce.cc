@@ -3,7 +3,13 @@
 // durable WAL both mean "in the WAL"). acks = 0 appends the same way but nobody waits.
 #include <chrono>
 
+#include <asio/redirect_error.hpp>
+#include <asio/steady_timer.hpp>
+#include <asio/this_coro.hpp>
+#include <asio/use_awaitable.hpp>
+
 #include "broker/handlers.h"
+#include "broker/ownership.h"
 #include "broker/topic_metrics.h"
 
 namespace shale::broker {
@@ -178,6 +184,57 @@ void fit_to_version(ProduceResponse& resp, int16_t version) {
 
 }  // namespace
 
+// Polls (every 5 ms, at most 1 s) for partition `index` of `topic` to be served here; returns
+// the partition object as published last.
+static asio::awaitable<std::shared_ptr<Partition>> wait_until_serving(
+    Broker& b, std::string topic, int32_t index, std::shared_ptr<Partition> part) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  for (int i = 0; i < 200 && !part->serving(); ++i) {
+    timer.expires_after(std::chrono::milliseconds(5));
+    std::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    if (auto p = b.topics().partition(topic, index)) part = std::move(p);
+  }
+  co_return part;
+}
+
+// KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the partition's current leader and its
+// endpoint (v10+), so clients can redirect without a metadata round trip (cluster mode).
+static void add_leader_hints(Broker& b, ProduceResponse& resp, int16_t version) {
+  const Ownership* o = b.ownership();
+  if (o == nullptr || version < 10) return;
+  std::map<int32_t, cluster::BrokerInfo> live;
+  for (auto& tr : resp.responses) {
+    TopicPtr t;
+    for (auto& pr : tr.partition_responses) {
+      if (pr.error_code != static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower)) continue;
+      if (!t) t = b.topics().find(tr.name);
+      if (!t) break;
+      const auto l = o->leader(t->id, pr.index);
+      if (l.id < 0 || l.id == b.node_id()) continue;
+      pr.current_leader.leader_id = l.id;
+      pr.current_leader.leader_epoch = l.epoch;
+      bool known = false;
+      for (const auto& ne : resp.node_endpoints) known = known || ne.node_id == l.id;
+      if (known) continue;
+      if (live.empty()) live = o->live();
+      auto it = live.find(l.id);
+      if (it == live.end() || it->second.listeners.empty()) continue;
+      const std::string name =
+          b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
+      auto lit = it->second.listeners.find(name);
+      if (lit == it->second.listeners.end()) lit = it->second.listeners.begin();
+      const auto colon = lit->second.rfind(':');
+      if (colon == std::string::npos) continue;
+      auto& ne = resp.node_endpoints.emplace_back();
+      ne.node_id = l.id;
+      ne.host = lit->second.substr(0, colon);
+      ne.port = std::atoi(lit->second.c_str() + colon + 1);
+      if (!it->second.rack.empty()) ne.rack = it->second.rack;
+    }
+  }
+}
+
 asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, ProduceRequest req,
                                                 net::RequestOrder* order) {
   ProduceResponse resp;
@@ -208,9 +265,18 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
         pr.error_message = kNoLeaseMessage;
         continue;
       }
-      const auto& part = topic->partitions[static_cast<size_t>(pd.index)];
+      std::shared_ptr<Partition> part = topic->partitions[static_cast<size_t>(pd.index)];
+      if (!part->serving() && b.ownership() != nullptr &&
+          b.ownership()->opening(topic->id, pd.index)) {
+        // Cluster mode: this broker owns the partition (or is taking it over) and is opening
+        // it. Clients may know before it serves; answering NOT_LEADER_OR_FOLLOWER to one request
+        // and then accepting the next one pipelined behind it would break an idempotent
+        // producer's sequence, so the request waits (up to a second) instead. The connection's
+        // later requests wait behind it (the order is not released yet).
+        part = co_await wait_until_serving(b, td.name, pd.index, part);
+      }
       if (!part->serving()) {
-        // Cluster mode: another broker owns it (or is taking it over); clients refresh metadata.
+        // Cluster mode: another broker owns it; clients refresh metadata.
         pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
         continue;
       }
@@ -267,6 +333,7 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       s.resp->base_offset = -1;
     }
   }
+  add_leader_hints(b, resp, version);
   fit_to_version(resp, version);
   co_return resp;
 }

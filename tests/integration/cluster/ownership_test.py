@@ -13,6 +13,9 @@ Cases:
   failover_kill9  kill -9 of a partition owner under load, then of the controller: every
               partition is led by a live broker again (the time is printed), the producer carries
               on, and every acknowledged record is read back exactly once, in order
+  etcd_leader_killed  three etcd members; the etcd leader is killed under load: the brokers
+              carry on (leases, watches and commits move to the other members), a partition move
+              still completes, and every acknowledged record is read back exactly once, in order
   sigstop_past_lease  an owner is paused (SIGSTOP) past its lease under load: its partitions
               move to the others; resumed (SIGCONT), it answers produce requests for them with
               NOT_LEADER_OR_FOLLOWER at once — never an acknowledgement — and rejoins; every
@@ -35,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "broker"))
 from broker_test import parse_produce_v3, produce_v3, read_frame, record_batch  # noqa: E402
-from etcd_test import Etcd  # noqa: E402
+from etcd_test import Etcd, free_port  # noqa: E402
 from membership_test import start, wait, etcd_range  # noqa: E402
 
 VENV_PY = os.path.join(os.path.expanduser("~"), ".cache", "shale", "venv", "bin", "python")
@@ -336,6 +339,112 @@ def case_sigstop_past_lease(tmp):
         for b in bs.values():
             if b.proc.poll() is None:
                 b.stop()
+
+
+class Etcd3:
+    """Three etcd members on loopback ports; `client` is a live member's client port."""
+
+    def __init__(self, root):
+        import shutil
+        import urllib.request
+        self.urllib = urllib.request
+        binary = shutil.which("etcd")
+        assert binary, "etcd is not installed: run scripts/setup --test"
+        self.members = []
+        for i in range(3):
+            self.members.append({"name": "m%d" % i, "client": free_port(), "peer": free_port(),
+                                 "dir": os.path.join(root, "etcd-m%d" % i), "proc": None})
+        cluster = ",".join("%s=http://127.0.0.1:%d" % (m["name"], m["peer"]) for m in self.members)
+        self.log = open(os.path.join(root, "etcd3.log"), "a+")
+        for m in self.members:
+            c = "http://127.0.0.1:%d" % m["client"]
+            p = "http://127.0.0.1:%d" % m["peer"]
+            m["proc"] = subprocess.Popen(
+                [binary, "--name", m["name"], "--data-dir", m["dir"], "--listen-client-urls", c,
+                 "--advertise-client-urls", c, "--listen-peer-urls", p,
+                 "--initial-advertise-peer-urls", p, "--initial-cluster", cluster,
+                 "--initial-cluster-state", "new", "--initial-cluster-token", "it3",
+                 "--log-level", "error"], stdout=self.log, stderr=self.log)
+        wait(lambda: all(self.status(m) for m in self.members), 60, "three healthy etcd members")
+
+    def status(self, m):
+        try:
+            req = self.urllib.Request("http://127.0.0.1:%d/v3/maintenance/status" % m["client"],
+                                      data=b"{}")
+            with self.urllib.urlopen(req, timeout=2) as r:
+                st = json.loads(r.read())
+            return st if st.get("leader") else None
+        except OSError:
+            return None
+
+    @property
+    def client(self):
+        return [m for m in self.members if m["proc"].poll() is None][0]["client"]
+
+    def endpoints(self):
+        return ",".join("127.0.0.1:%d" % m["client"] for m in self.members)
+
+    def kill_leader(self):
+        for m in self.members:
+            st = self.status(m)
+            if st and st["leader"] == st["header"]["member_id"]:
+                m["proc"].kill()
+                m["proc"].wait()
+                return m["name"]
+        raise AssertionError("no etcd leader found")
+
+    def stop(self):
+        for m in self.members:
+            if m["proc"].poll() is None:
+                m["proc"].kill()
+                m["proc"].wait()
+
+
+def case_etcd_leader_killed(tmp):
+    ensure_confluent()
+    etcd = Etcd3(tmp)
+    objects = os.path.join(tmp, "objects")
+    os.makedirs(objects)
+    store = "metadata.store=etcd://%s/it/" % etcd.endpoints()
+    bs = {}
+    try:
+        bs = {n: start(tmp, etcd, n, objects, [store]) for n in (1, 2, 3)}
+        boot = ",".join(b.bootstrap for b in bs.values())
+        wait(lambda: controller(etcd) is not None, 10, "a controller")
+        kafka(bs[1].bootstrap, "kafka-topics", "--create", "--topic", "quorum", "--partitions",
+              str(PARTITIONS))
+        owners = wait(lambda: (lambda ls: len(ls) == PARTITIONS and ls)(owners_in_store(etcd)), 20,
+                      "owners for every partition")
+        load = Load(boot, "quorum")
+        wait(lambda: load.count() > 300, 30, "the producer to start")
+        t0 = time.time()
+        name = etcd.kill_leader()
+        before = load.count()
+        wait(lambda: load.count() > before + 1000, 60, "acknowledgements after the leader loss")
+        print("etcd leader %s killed: producer acknowledged 1000 more records within %.1f s" %
+              (name, time.time() - t0))
+        # The brokers keep their leases and membership through it.
+        live = wait(lambda: (lambda b: len(b) == 3 and b)(etcd_range(etcd, "it/shale/brokers/")),
+                    30, "three live brokers")
+        assert len(live) == 3, live
+        # A move after the leader change.
+        target = owners[0] % 3 + 1
+        plan = os.path.join(tmp, "plan.json")
+        with open(plan, "w") as f:
+            json.dump({"version": 1, "partitions": [
+                {"topic": "quorum", "partition": 0, "replicas": [target]}]}, f)
+        kafka(boot, "kafka-reassign-partitions", "--execute", "--reassignment-json-file", plan)
+        wait(lambda: owners_in_store(etcd).get(0) == target, 30, "the move after the leader loss")
+        before = load.count()
+        wait(lambda: load.count() > before + 300, 60, "acknowledgements after the move")
+        acked = load.stop()
+        got = read_all(bs[1].bootstrap, "quorum", len(acked), "verify-quorum")
+        check_exactly_once(acked, got)
+    finally:
+        for b in bs.values():
+            if b.proc.poll() is None:
+                b.stop()
+        etcd.stop()
 
 
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}

@@ -4,6 +4,7 @@
 Runs one client family through the scenario in README.md against a fresh broker:
   --broker kafka   Apache Kafka 4.x via $SHALE_SOURCE_DIR/scripts/kafka
   --broker shale   $SHALE_BIN serve --override listeners=... --override data.dir=...
+  --broker shale-cluster  etcd and three `shale serve` sharing one object directory (cluster mode)
   --bootstrap H:P  an already running broker (no restart phase; for manual runs)
   --broker-state D a shared broker started by `--up --broker-state D` (ctest's fixture), which
                    this run restarts but leaves running; `--down --broker-state D` stops it
@@ -247,6 +248,101 @@ class ShaleBroker:
             return ""
 
 
+class ShaleCluster:
+    """A three-broker Shale cluster: one etcd member (Debian's etcd-server) and three
+    `shale serve` on loopback ports sharing one object directory, each with its own WAL. A
+    restart stops and starts the three brokers (etcd keeps running); --down stops etcd too."""
+
+    def __init__(self, dir, ports=None, etcd_ports=None):
+        self.bin = os.environ.get("SHALE_BIN", "")
+        if not self.bin or not os.path.exists(self.bin):
+            raise Failure("SHALE_BIN is not set to the shale binary")
+        self.dir = dir
+        self.ports = ports or [free_port() for _ in range(3)]
+        self.etcd_ports = etcd_ports or [free_port(), free_port()]
+        self.bootstrap = ",".join("127.0.0.1:%d" % p for p in self.ports)
+
+    def state(self):
+        return {"kind": "shale-cluster", "dir": self.dir, "ports": self.ports,
+                "etcd_ports": self.etcd_ports}
+
+    def _pidfile(self, n):
+        return os.path.join(self.dir, "b%d.pid" % n)
+
+    def running(self):
+        return all(read_pid(self._pidfile(n)) is not None and pid_alive(read_pid(self._pidfile(n)))
+                   for n in (1, 2, 3)) and all(wait_port(p, time.monotonic() + 1) for p in self.ports)
+
+    def _start_etcd(self):
+        pid = read_pid(os.path.join(self.dir, "etcd.pid"))
+        if pid is not None and pid_alive(pid):
+            return
+        etcd = shutil.which("etcd")
+        if not etcd:
+            raise Failure("etcd is not installed: run scripts/setup --test (scripts/setup.d/etcd.sh)")
+        c, p = ("http://127.0.0.1:%d" % x for x in self.etcd_ports)
+        launch_detached([etcd, "--name", "compat", "--data-dir", os.path.join(self.dir, "etcd"),
+                         "--listen-client-urls", c, "--advertise-client-urls", c,
+                         "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+                         "--initial-cluster", "compat=" + p, "--log-level", "error"],
+                        os.path.join(self.dir, "etcd.log"), os.path.join(self.dir, "etcd.pid"))
+        if not wait_port(self.etcd_ports[0], time.monotonic() + 30):
+            raise Failure("etcd did not listen on %d" % self.etcd_ports[0])
+
+    def start(self):
+        os.makedirs(os.path.join(self.dir, "objects"), exist_ok=True)
+        self._start_etcd()
+        procs = []
+        for n, port in zip((1, 2, 3), self.ports):
+            cmd = [self.bin, "serve"]
+            for o in ("listeners=PLAINTEXT://127.0.0.1:%d" % port, "node.id=%d" % n,
+                      "cluster.id=compat", "data.dir=%s" % os.path.join(self.dir, "b%d" % n),
+                      "s3.data.buckets=0@file://%s" % os.path.join(self.dir, "objects"),
+                      "metadata.store=etcd://127.0.0.1:%d/compat/" % self.etcd_ports[0],
+                      "broker.session.timeout.ms=3000"):
+                cmd += ["--override", o]
+            procs.append(launch_detached(cmd, os.path.join(self.dir, "b%d.log" % n),
+                                         self._pidfile(n)))
+        for proc, port in zip(procs, self.ports):
+            if not wait_port(port, time.monotonic() + 90) or proc.poll() is not None:
+                raise Failure("a cluster broker did not listen on %d:\n%s" % (port, self.log_tail()))
+
+    def stop(self, kill=False):
+        pids = [read_pid(self._pidfile(n)) for n in (1, 2, 3)]
+        for pid in pids:
+            if pid is not None and pid_alive(pid):
+                os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
+        deadline = time.monotonic() + 60
+        for n, pid in zip((1, 2, 3), pids):
+            while pid is not None and pid_alive(pid):
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+                    raise Failure("cluster broker %d did not stop within 60 s of SIGTERM" % n)
+                time.sleep(0.1)
+            if os.path.exists(self._pidfile(n)):
+                os.remove(self._pidfile(n))
+
+    def down(self):
+        self.stop()
+        pid = read_pid(os.path.join(self.dir, "etcd.pid"))
+        if pid is not None and pid_alive(pid):
+            os.kill(pid, signal.SIGTERM)
+
+    def restart(self, kill=False):
+        self.stop(kill)
+        self.start()
+
+    def log_tail(self):
+        out = ""
+        for n in (1, 2, 3):
+            try:
+                with open(os.path.join(self.dir, "b%d.log" % n)) as f:
+                    out += "--- broker %d\n" % n + "".join(f.readlines()[-15:])
+            except OSError:
+                pass
+        return out
+
+
 class ExternalBroker:
     def __init__(self, bootstrap):
         self.bootstrap = bootstrap
@@ -275,6 +371,8 @@ def broker_from_state(state_dir):
         raise Failure("no shared broker described in %s (%s): run --up first" % (state_dir, e))
     if st["kind"] == "kafka":
         return KafkaBroker(st["dir"], st["port"], st["cport"])
+    if st["kind"] == "shale-cluster":
+        return ShaleCluster(st["dir"], st["ports"], st["etcd_ports"])
     return ShaleBroker(st["dir"], st["port"])
 
 
@@ -288,7 +386,7 @@ def broker_up(kind, state_dir):
     shutil.rmtree(state_dir, ignore_errors=True)
     os.makedirs(state_dir)
     d = os.path.join(state_dir, kind)
-    broker = KafkaBroker(d) if kind == "kafka" else ShaleBroker(d)
+    broker = {"kafka": KafkaBroker, "shale": ShaleBroker, "shale-cluster": ShaleCluster}[kind](d)
     t = time.monotonic()
     broker.start()
     with open(os.path.join(state_dir, "broker.json"), "w") as f:
@@ -299,7 +397,7 @@ def broker_up(kind, state_dir):
 def broker_down(state_dir):
     broker = broker_from_state(state_dir)
     t = time.monotonic()
-    broker.stop()
+    getattr(broker, "down", broker.stop)()
     log("broker stopped in %.1f s" % (time.monotonic() - t))
     shutil.rmtree(state_dir, ignore_errors=True)
 
@@ -689,7 +787,7 @@ def install_sigterm_handler():
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--client", help="the client family to run (see README.md)")
-    ap.add_argument("--broker", choices=["kafka", "shale"], default="kafka")
+    ap.add_argument("--broker", choices=["kafka", "shale", "shale-cluster"], default="kafka")
     ap.add_argument("--broker-state", help="directory describing a shared broker (made by --up)")
     ap.add_argument("--up", action="store_true", help="start a fresh shared broker (--broker, --broker-state)")
     ap.add_argument("--down", action="store_true", help="stop the shared broker of --broker-state")
@@ -743,6 +841,8 @@ def run_once(args):
             args.broker = broker.state()["kind"]
         elif args.broker == "kafka":
             broker = KafkaBroker(os.path.join(workdir, "kafka"))
+        elif args.broker == "shale-cluster":
+            broker = ShaleCluster(os.path.join(workdir, "cluster"))
         else:
             broker = ShaleBroker(os.path.join(workdir, "shale"))
         run = Run(args, broker, workdir)

@@ -71,8 +71,8 @@ struct Node {
 class OwnershipTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("shale_ownership_test_" + std::to_string(::getpid()) +
-                                        "_" + std::to_string(std::random_device{}()));
+    dir_ = fs::temp_directory_path() / ("shale_ownership_test_" + std::to_string(::getpid()) + "_" +
+                                        std::to_string(std::random_device{}()));
     fs::create_directories(dir_);
     auto m = meta::SqliteMetaStore::open({(dir_ / "meta.db").string()});
     ASSERT_TRUE(m.ok()) << m.error().to_string();
@@ -244,7 +244,8 @@ TEST_F(OwnershipTest, MoveKeepsEveryAcknowledgedRecordAndRaisesTheLeaderEpoch) {
     ASSERT_TRUE(eventually([&] {
       auto s = servers("m", 0);
       return s.size() == 1 && s.front() == target;
-    })) << "round " << round;
+    })) << "round "
+        << round;
     auto part = nodes_[target]->broker->topics().partition("m", 0);
     EXPECT_EQ(part->leader_epoch(), round + 1);
     EXPECT_EQ(part->high_watermark(), acked);
@@ -274,7 +275,8 @@ TEST_F(OwnershipTest, InvalidMovesChangeNothing) {
 
 TEST_F(OwnershipTest, DeadBrokersPartitionsMoveToLiveOnesAfterItsWalIsReplayed) {
   ASSERT_TRUE(nodes_[1]->broker->topics().create("f", 6, {}).ok());
-  for (int32_t p = 0; p < 6; ++p) ASSERT_TRUE(eventually([&] { return servers("f", p).size() == 1; }));
+  for (int32_t p = 0; p < 6; ++p)
+    ASSERT_TRUE(eventually([&] { return servers("f", p).size() == 1; }));
   std::map<int32_t, int64_t> ends;
   for (int32_t p = 0; p < 6; ++p) {
     const int32_t owner = servers("f", p).front();
@@ -295,7 +297,8 @@ TEST_F(OwnershipTest, DeadBrokersPartitionsMoveToLiveOnesAfterItsWalIsReplayed) 
     ASSERT_TRUE(eventually([&] {
       auto s = servers("f", p);
       return s.size() == 1 && s.front() != 3;
-    })) << "partition " << p;
+    })) << "partition "
+        << p;
     auto part = nodes_[servers("f", p).front()]->broker->topics().partition("f", p);
     EXPECT_EQ(part->high_watermark(), ends[p]) << "partition " << p;
   }
