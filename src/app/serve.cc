@@ -550,16 +550,9 @@ int serve_main(int argc, char** argv) {
             -> std::optional<broker::GroupHandlers::RemoteCoordinator> {
           const int32_t c = o->controller_id();
           if (c < 0 || c == me) return std::nullopt;
-          auto live = o->live();
-          auto it = live.find(c);
-          if (it == live.end()) return std::nullopt;
-          auto lit = it->second.listeners.find(name);
-          if (lit == it->second.listeners.end()) lit = it->second.listeners.begin();
-          if (lit == it->second.listeners.end()) return std::nullopt;
-          const auto colon = lit->second.rfind(':');
-          if (colon == std::string::npos) return std::nullopt;
-          return broker::GroupHandlers::RemoteCoordinator{
-              c, lit->second.substr(0, colon), std::atoi(lit->second.c_str() + colon + 1)};
+          auto e = o->endpoint(c, name);
+          if (!e) return std::nullopt;
+          return broker::GroupHandlers::RemoteCoordinator{c, e->host, e->port};
         });
     ownership->set_controller_hook([g = &groups](bool controller) {
       auto& c = g->coordinator();

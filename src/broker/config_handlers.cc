@@ -218,17 +218,12 @@ asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     const std::string name =
         b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
     resp.controller_id = o->controller_id();
-    for (const auto& [id, info] : o->live()) {
-      auto lit = info.listeners.find(name);
-      if (lit == info.listeners.end()) lit = info.listeners.begin();
-      if (lit == info.listeners.end()) continue;
-      const auto colon = lit->second.rfind(':');
-      if (colon == std::string::npos) continue;
+    for (const auto& e : o->live_endpoints(name)) {
       auto& br = resp.brokers.emplace_back();
-      br.broker_id = id;
-      br.host = lit->second.substr(0, colon);
-      br.port = std::atoi(lit->second.c_str() + colon + 1);
-      if (!info.rack.empty()) br.rack = info.rack;
+      br.broker_id = e.id;
+      br.host = e.host;
+      br.port = e.port;
+      if (!e.rack.empty()) br.rack = e.rack;
     }
     co_return resp;
   }

@@ -59,6 +59,16 @@ asio::awaitable<Found> scan_for_timestamp(Partition& p, int64_t from, int64_t ts
   co_return Found{};
 }
 
+// A request naming the leader epoch it expects: this broker must serve the partition, under
+// that epoch (-1: any). Kafka's errors for a stale and for a future epoch.
+ErrorCode leader_check(const Partition& part, int32_t current_leader_epoch) {
+  if (!part.serving()) return ErrorCode::kNotLeaderOrFollower;
+  if (current_leader_epoch >= 0 && current_leader_epoch < part.leader_epoch())
+    return ErrorCode::kFencedLeaderEpoch;
+  if (current_leader_epoch > part.leader_epoch()) return ErrorCode::kUnknownLeaderEpoch;
+  return ErrorCode::kNone;
+}
+
 }  // namespace
 
 asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
@@ -76,16 +86,8 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
-      if (!part->serving()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
-        continue;
-      }
-      if (rp.current_leader_epoch >= 0 && rp.current_leader_epoch < part->leader_epoch()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kFencedLeaderEpoch);
-        continue;
-      }
-      if (rp.current_leader_epoch > part->leader_epoch()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownLeaderEpoch);
+      if (ErrorCode e = leader_check(*part, rp.current_leader_epoch); e != ErrorCode::kNone) {
+        pr.error_code = static_cast<int16_t>(e);
         continue;
       }
       if (version >= 4) pr.leader_epoch = part->leader_epoch();
@@ -145,16 +147,8 @@ asio::awaitable<protocol::OffsetForLeaderEpochResponse> handle_offset_for_leader
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
-      if (!part->serving()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
-        continue;
-      }
-      if (rp.current_leader_epoch >= 0 && rp.current_leader_epoch < part->leader_epoch()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kFencedLeaderEpoch);
-        continue;
-      }
-      if (rp.current_leader_epoch > part->leader_epoch()) {
-        pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownLeaderEpoch);
+      if (ErrorCode e = leader_check(*part, rp.current_leader_epoch); e != ErrorCode::kNone) {
+        pr.error_code = static_cast<int16_t>(e);
         continue;
       }
       // The end of the requested epoch: the start of the next one in the partition's

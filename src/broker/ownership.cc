@@ -161,6 +161,39 @@ Ownership::Leader Ownership::leader(const protocol::Uuid& topic_id, int32_t part
   return out;
 }
 
+std::optional<Ownership::Endpoint> Ownership::endpoint_of(const cluster::BrokerInfo& info,
+                                                          const std::string& listener) {
+  auto it = info.listeners.find(listener);
+  if (it == info.listeners.end()) it = info.listeners.begin();
+  if (it == info.listeners.end()) return std::nullopt;
+  const auto colon = it->second.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  Endpoint e;
+  e.id = info.id;
+  e.host = it->second.substr(0, colon);
+  if (e.host.size() >= 2 && e.host.front() == '[' && e.host.back() == ']')
+    e.host = e.host.substr(1, e.host.size() - 2);
+  e.port = std::atoi(it->second.c_str() + colon + 1);
+  e.rack = info.rack;
+  return e;
+}
+
+std::optional<Ownership::Endpoint> Ownership::endpoint(int32_t id,
+                                                       const std::string& listener) const {
+  auto live = member_->live();
+  auto it = live.find(id);
+  if (it == live.end()) return std::nullopt;
+  return endpoint_of(it->second, listener);
+}
+
+std::vector<Ownership::Endpoint> Ownership::live_endpoints(const std::string& listener) const {
+  std::vector<Endpoint> out;
+  for (const auto& [id, info] : member_->live()) {
+    if (auto e = endpoint_of(info, listener)) out.push_back(std::move(*e));
+  }
+  return out;
+}
+
 bool Ownership::opening(const protocol::Uuid& topic_id, int32_t partition) const {
   auto a = table_->get(topic_id_hex(topic_id), partition);
   if (!a) return false;

@@ -32,6 +32,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "base/result.h"
 #include "cluster/assignments.h"
@@ -85,6 +86,18 @@ class Ownership {
   // target of a RELEASED record. Produce waits briefly for the open instead of refusing.
   bool opening(const protocol::Uuid& topic_id, int32_t partition) const;
   std::map<int32_t, cluster::BrokerInfo> live() const { return member_->live(); }
+  // A live broker's address on listener `listener` (its first listener when it has none of
+  // that name), as every API that names brokers answers it.
+  struct Endpoint {
+    int32_t id = -1;
+    std::string host;
+    int32_t port = -1;
+    std::string rack;
+  };
+  static std::optional<Endpoint> endpoint_of(const cluster::BrokerInfo& info,
+                                             const std::string& listener);
+  std::optional<Endpoint> endpoint(int32_t id, const std::string& listener) const;
+  std::vector<Endpoint> live_endpoints(const std::string& listener) const;
   int32_t controller_id() const { return member_->controller().value_or(-1); }
   int32_t node_id() const { return member_->id(); }
 

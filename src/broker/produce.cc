@@ -203,7 +203,6 @@ static asio::awaitable<std::shared_ptr<Partition>> wait_until_serving(
 static void add_leader_hints(Broker& b, ProduceResponse& resp, int16_t version) {
   const Ownership* o = b.ownership();
   if (o == nullptr || version < 10) return;
-  std::map<int32_t, cluster::BrokerInfo> live;
   for (auto& tr : resp.responses) {
     TopicPtr t;
     for (auto& pr : tr.partition_responses) {
@@ -217,20 +216,15 @@ static void add_leader_hints(Broker& b, ProduceResponse& resp, int16_t version) 
       bool known = false;
       for (const auto& ne : resp.node_endpoints) known = known || ne.node_id == l.id;
       if (known) continue;
-      if (live.empty()) live = o->live();
-      auto it = live.find(l.id);
-      if (it == live.end() || it->second.listeners.empty()) continue;
       const std::string name =
           b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
-      auto lit = it->second.listeners.find(name);
-      if (lit == it->second.listeners.end()) lit = it->second.listeners.begin();
-      const auto colon = lit->second.rfind(':');
-      if (colon == std::string::npos) continue;
+      auto e = o->endpoint(l.id, name);
+      if (!e) continue;
       auto& ne = resp.node_endpoints.emplace_back();
-      ne.node_id = l.id;
-      ne.host = lit->second.substr(0, colon);
-      ne.port = std::atoi(lit->second.c_str() + colon + 1);
-      if (!it->second.rack.empty()) ne.rack = it->second.rack;
+      ne.node_id = e->id;
+      ne.host = e->host;
+      ne.port = e->port;
+      if (!e->rack.empty()) ne.rack = e->rack;
     }
   }
 }

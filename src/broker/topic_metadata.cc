@@ -54,21 +54,6 @@ MetadataResponse::MetadataResponseTopic describe(const Broker& b, const Topic& t
   return out;
 }
 
-// "host:port" → (host, port); false when malformed.
-bool split_host_port(const std::string& hp, std::string& host, int32_t& port) {
-  const auto colon = hp.rfind(':');
-  if (colon == std::string::npos) return false;
-  host = hp.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
-    host = host.substr(1, host.size() - 2);
-  try {
-    port = std::stoi(hp.substr(colon + 1));
-  } catch (const std::exception&) {
-    return false;
-  }
-  return true;
-}
-
 asio::awaitable<MetadataResponse> metadata_topics(Broker& b, int16_t version,
                                                   protocol::MetadataRequest req,
                                                   MetadataResponse resp);
@@ -82,18 +67,12 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
   if (const Ownership* o = b.ownership()) {
     // Cluster mode: every live broker, at its address on the client's listener (the first one
     // it registered when it has no listener of that name).
-    for (const auto& [id, info] : o->live()) {
-      auto lit = info.listeners.find(listener);
-      if (lit == info.listeners.end()) lit = info.listeners.begin();
-      if (lit == info.listeners.end()) continue;
-      std::string host;
-      int32_t port = 0;
-      if (!split_host_port(lit->second, host, port)) continue;
+    for (const auto& e : o->live_endpoints(listener)) {
       auto& br = resp.brokers.emplace_back();
-      br.node_id = id;
-      br.host = host;
-      br.port = port;
-      if (!info.rack.empty()) br.rack = info.rack;
+      br.node_id = e.id;
+      br.host = e.host;
+      br.port = e.port;
+      if (!e.rack.empty()) br.rack = e.rack;
     }
     if (version >= 2) resp.cluster_id = b.config().cluster_id;
     resp.controller_id = o->controller_id();

@@ -299,7 +299,9 @@ class ShaleCluster:
                       "cluster.id=compat", "data.dir=%s" % os.path.join(self.dir, "b%d" % n),
                       "s3.data.buckets=0@file://%s" % os.path.join(self.dir, "objects"),
                       "metadata.store=etcd://127.0.0.1:%d/compat/" % self.etcd_ports[0],
-                      "broker.session.timeout.ms=3000"):
+                      "broker.session.timeout.ms=3000",
+                      # Three WAL files on one test disk: small rings, not the 2 GiB default.
+                      "s3.wal.capacity=268435456"):
                 cmd += ["--override", o]
             procs.append(launch_detached(cmd, os.path.join(self.dir, "b%d.log" % n),
                                          self._pidfile(n)))
