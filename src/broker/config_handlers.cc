@@ -217,7 +217,7 @@ asio::awaitable<protocol::DescribeClusterResponse> handle_describe_cluster(
     // Cluster mode: the live brokers, at their address on this broker's first listener name.
     const std::string name =
         b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
-    resp.controller_id = o->controller_id();
+    resp.controller_id = o->controller_for_clients();
     for (const auto& e : o->live_endpoints(name)) {
       auto& br = resp.brokers.emplace_back();
       br.broker_id = e.id;

@@ -99,6 +99,11 @@ class Ownership {
   std::optional<Endpoint> endpoint(int32_t id, const std::string& listener) const;
   std::vector<Endpoint> live_endpoints(const std::string& listener) const;
   int32_t controller_id() const { return member_->controller().value_or(-1); }
+  // The controller id told to clients (Metadata, DescribeCluster): the controller, or this
+  // broker while it has not yet seen who that is. Every broker serves the admin requests a
+  // client sends "to the controller" (as Kafka's KRaft brokers forward them), and a client
+  // told -1 waits for its next metadata refresh — librdkafka's CreateTopics timed out so.
+  int32_t controller_for_clients() const { return member_->controller().value_or(member_->id()); }
   int32_t node_id() const { return member_->id(); }
 
   // AlterPartitionReassignments. Errors: kNotFound (unknown partition), kInvalidArgument (the

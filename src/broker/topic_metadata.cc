@@ -75,7 +75,7 @@ asio::awaitable<MetadataResponse> handle_metadata(Broker& b, int16_t version,
       if (!e.rack.empty()) br.rack = e.rack;
     }
     if (version >= 2) resp.cluster_id = b.config().cluster_id;
-    resp.controller_id = o->controller_id();
+    resp.controller_id = o->controller_for_clients();
     co_return co_await metadata_topics(b, version, std::move(req), std::move(resp));
   }
   // One entry per node, with its address on the listener the client came in on (as Kafka

@@ -184,6 +184,13 @@ void Member::campaign() {
   std::lock_guard lk(mu_);
   my_token_ = *r;  // the revision of the create = the key's create revision
   my_token_lease_ = lease;
+  // Known now, not when the watch reports it (under load that took long enough for clients
+  // to be told "no controller"); the watch's event for this revision is then a no-op.
+  if (!ctl_ && ctl_deleted_rev_ < *r) {
+    ctl_ = Ctl{id_, *r, *r, lease};
+    changed_ = true;
+    cv_.notify_all();
+  }
   SPDLOG_INFO("cluster: broker {} is the controller (token {})", id_, *r);
 }
 

@@ -525,5 +525,54 @@ TEST_P(ClusterTest, ConcurrentMoveRequestsRaceSafely) {
   EXPECT_TRUE(a->target == 2 || a->target == 3);
 }
 
+// A MetaStore whose watches on the controller key never report anything: a watch stream that
+// lags under load, the case where a broker would not know the controller it had just become.
+class SilentControllerWatchStore : public meta::MetaStore {
+ public:
+  explicit SilentControllerWatchStore(meta::MetaStore* inner) : in_(inner) {}
+  Result<std::optional<meta::KeyValue>> get(std::string_view key) override { return in_->get(key); }
+  Result<std::vector<meta::KeyValue>> range(std::string_view b, std::string_view e,
+                                            size_t limit) override {
+    return in_->range(b, e, limit);
+  }
+  Result<std::vector<meta::KeyValue>> prefix(std::string_view p, size_t limit) override {
+    return in_->prefix(p, limit);
+  }
+  Result<int64_t> commit(const meta::Txn& t) override { return in_->commit(t); }
+  Result<int64_t> revision() override { return in_->revision(); }
+  Result<int64_t> grant_lease(int64_t ttl_ms) override { return in_->grant_lease(ttl_ms); }
+  Status keep_alive(int64_t lease) override { return in_->keep_alive(lease); }
+  Status revoke_lease(int64_t lease) override { return in_->revoke_lease(lease); }
+  Result<int64_t> watch(std::string_view p, int64_t from, meta::WatchCallback cb) override {
+    if (p.ends_with("/controller")) cb = [](const std::vector<meta::WatchEvent>&) {};
+    return in_->watch(p, from, std::move(cb));
+  }
+  void cancel_watch(int64_t id) override { in_->cancel_watch(id); }
+
+ private:
+  meta::MetaStore* in_;
+};
+
+// The broker that wins the campaign knows at once that it is the controller, without waiting
+// for the watch (a client asking it then was told "no controller" and librdkafka's CreateTopics
+// timed out waiting for one).
+TEST(ClusterController, WinnerKnowsItselfWithoutTheWatch) {
+  auto s = meta::SqliteMetaStore::open({":memory:", 10000, 10});
+  ASSERT_TRUE(s.ok());
+  SilentControllerWatchStore store(s->get());
+  auto k = meta::LeaseKeeper::start(&store, 3000, {}, false);
+  ASSERT_TRUE(k.ok());
+  MemberOptions o;
+  o.ns = "c1";
+  o.self.id = 7;
+  o.self.listeners["PLAINTEXT"] = "127.0.0.1:9099";
+  o.tick_ms = 20;
+  auto m = Member::start(&store, k->get(), o);
+  ASSERT_TRUE(m.ok()) << m.error().to_string();
+  EXPECT_TRUE((*m)->is_controller());
+  ASSERT_TRUE((*m)->controller().has_value());
+  EXPECT_EQ(*(*m)->controller(), 7);
+}
+
 }  // namespace
 }  // namespace shale::cluster
