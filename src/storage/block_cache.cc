@@ -21,6 +21,32 @@ uint64_t BlockCache::bytes() const {
   return bytes_;
 }
 
+uint64_t BlockCache::loading_bytes() const {
+  std::lock_guard lk(mu_);
+  return loading_bytes_;
+}
+
+uint64_t BlockCache::reclaimable_bytes(int64_t now_ms) const {
+  std::lock_guard lk(mu_);
+  uint64_t used = bytes_ + loading_bytes_;
+  uint64_t n = used < capacity_ ? capacity_ - used : 0;
+  for (auto& [k, e] : entries_) {
+    if (distance_locked(e.span, now_ms) < 0) n += e.data.size();
+  }
+  return n;
+}
+
+size_t BlockCache::active_readers(int64_t now_ms) const {
+  std::lock_guard lk(mu_);
+  size_t n = 0;
+  for (auto& [stream, rs] : readers_) {
+    for (auto& [pos, info] : rs) {
+      if (now_ms - info.second <= kReaderIdleMs) n += static_cast<size_t>(info.first);
+    }
+  }
+  return n;
+}
+
 Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
                                const std::function<Result<Buffer>()>& load, bool* loaded) {
   if (loaded) *loaded = false;
@@ -61,25 +87,42 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   return r;
 }
 
-BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size) {
+BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size,
+                                        Mode mode) {
   std::lock_guard lk(mu_);
   if (entries_.count(key) || loading_.count(key)) return Claim::kPresent;
-  if (size > capacity_ || !would_admit_locked(size, span, clock::mono_ms())) return Claim::kNoRoom;
-  loading_[key] = std::make_shared<Loading>();
+  int64_t now = clock::mono_ms();
+  if (mode == Mode::kApproached && distance_locked(span, now) < 0) {
+    // No reader approaches it. A stream nobody has read yet may be about to be (a consumer
+    // starting on every partition of a topic reads them one after another): take it into free
+    // room; it is among the first to go when room is needed.
+    auto r = readers_.find(span.stream_id);
+    bool unread = r == readers_.end() || r->second.empty();
+    if (!unread || bytes_ + loading_bytes_ + size > capacity_) return Claim::kNoRoom;
+  }
+  if (size > capacity_ || !would_admit_locked(size, span, now, mode == Mode::kDemand)) {
+    return Claim::kNoRoom;
+  }
+  auto l = std::make_shared<Loading>();
+  l->claimed = size;
+  loading_bytes_ += size;
+  loading_[key] = std::move(l);
   return Claim::kClaimed;
 }
 
-bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming,
-                                    int64_t now_ms) const {
-  if (bytes_ + need <= capacity_) return true;
-  int64_t d = distance_locked(incoming, now_ms);
+bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms,
+                                    bool demand) const {
+  // Blocks being loaded for claims count as cached: they will be.
+  const uint64_t used = bytes_ + loading_bytes_;
+  if (used + need <= capacity_) return true;
+  int64_t d = demand ? 0 : distance_locked(incoming, now_ms);
   if (d < 0) return false;
   // Evictable for it: blocks no reader approaches, and blocks needed later than it.
   uint64_t evictable = 0;
   for (auto& [k, e] : entries_) {
     int64_t ed = distance_locked(e.span, now_ms);
     if (ed < 0 || ed >= d) evictable += e.data.size();
-    if (bytes_ - evictable + need <= capacity_) return true;
+    if (used - evictable + need <= capacity_) return true;
   }
   return false;
 }
@@ -88,6 +131,7 @@ void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<
   std::lock_guard lk(mu_);
   auto li = loading_.find(key);
   if (li != loading_.end()) {
+    loading_bytes_ -= li->second->claimed;
     li->second->done = true;
     li->second->result = r;
     li->second->cv.notify_all();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "base/clock.h"
@@ -244,7 +245,8 @@ EngineImpl::EngineImpl(const EngineOptions& opts, objstore::ObjectStore* store,
       meta_(meta),
       keys_(opts.ns),
       cache_(opts.log_cache_size, upload_threshold(opts)),
-      block_cache_(opts.block_cache_size, 1 << 30) {
+      block_cache_(opts.block_cache_size, 1 << 30),
+      merged_read_max_(std::clamp<uint64_t>(opts.block_cache_size / 4, 512 * kKiB, 16 * kMiB)) {
   if (!opts_.fs) opts_.fs = posix_fs();
 }
 
