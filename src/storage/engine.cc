@@ -724,6 +724,13 @@ EngineStats EngineImpl::stats() const {
     s.log_cache_unuploaded_bytes = cache_.unuploaded_bytes();
   }
   s.block_cache_bytes = block_cache_.bytes();
+  s.block_cache_loading_bytes = block_cache_.loading_bytes();
+  s.upload_buffer_bytes = upload_buffer_bytes_.load();
+  {
+    auto* self = const_cast<EngineImpl*>(this);
+    std::lock_guard lk(self->index_mu_);
+    s.object_index_cache_bytes = object_index_bytes_;
+  }
   return s;
 }
 

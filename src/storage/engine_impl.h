@@ -222,6 +222,7 @@ class EngineImpl final : public Engine {
   std::map<int64_t, std::shared_ptr<const ObjectIndex>> object_indexes_;  // small LRU-ish
   std::list<int64_t> object_index_order_;
   std::set<int64_t> index_loading_;  // objects whose index a thread is fetching
+  uint64_t object_index_bytes_ = 0;  // approximate bytes of object_indexes_
   std::condition_variable index_cv_;
   BlockCache block_cache_;
   uint64_t merged_read_max_;  // largest merged GET: block_cache_size / 4 within [512 KiB, 16 MiB]
@@ -265,6 +266,7 @@ class EngineImpl final : public Engine {
   int64_t retry_first_id_ = 0;
   size_t retry_ids_ = 0;
 
+  std::atomic<uint64_t> upload_buffer_bytes_{0};  // objects being built or written
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};
   mutable std::mutex stats_mu_;

@@ -121,10 +121,16 @@ Result<std::shared_ptr<const ObjectIndex>> EngineImpl::object_index(int64_t obje
     }
   }
   std::lock_guard lk(index_mu_);
+  auto index_bytes = [](const ObjectIndex& x) {
+    return sizeof(ObjectIndex) + x.blocks.capacity() * sizeof(DataBlockIndex);
+  };
   if (object_indexes_.emplace(object_id, shared).second) {
+    object_index_bytes_ += index_bytes(*shared);
     object_index_order_.push_back(object_id);
     if (object_index_order_.size() > kObjectIndexCacheEntries) {
-      object_indexes_.erase(object_index_order_.front());
+      auto old = object_indexes_.find(object_index_order_.front());
+      object_index_bytes_ -= index_bytes(*old->second);
+      object_indexes_.erase(old);
       object_index_order_.pop_front();
     }
   }
