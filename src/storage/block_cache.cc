@@ -58,6 +58,10 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       lru_.splice(lru_.end(), lru_, it->second.lru);
+      if (it->second.foreign) {
+        it->second.foreign = false;
+        foreign_bytes_ -= it->second.data.size();
+      }
       return it->second.data;
     }
     auto li = loading_.find(key);
@@ -100,11 +104,19 @@ BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& sp
     bool unread = r == readers_.end() || r->second.empty();
     if (!unread || bytes_ + loading_bytes_ + size > capacity_) return Claim::kNoRoom;
   }
+  if (mode == Mode::kApproached && foreign_wasted_ > capacity_ / 8 &&
+      foreign_wasted_ * 4 > foreign_fetched_) {
+    return Claim::kNoRoom;
+  }
   if (size > capacity_ || !would_admit_locked(size, span, now, mode == Mode::kDemand)) {
     return Claim::kNoRoom;
   }
   auto l = std::make_shared<Loading>();
   l->claimed = size;
+  if (mode == Mode::kApproached) {
+    l->foreign = true;
+    foreign_bytes_ += size;
+  }
   loading_bytes_ += size;
   loading_[key] = std::move(l);
   return Claim::kClaimed;
@@ -130,18 +142,37 @@ bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming, in
 void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r) {
   std::lock_guard lk(mu_);
   auto li = loading_.find(key);
+  bool foreign = false;
   if (li != loading_.end()) {
     loading_bytes_ -= li->second->claimed;
+    foreign = li->second->foreign;
+    if (foreign) foreign_bytes_ -= li->second->claimed;
     li->second->done = true;
     li->second->result = r;
     li->second->cv.notify_all();
     loading_.erase(li);
   }
-  if (!r.ok() || entries_.count(key) || r->size() > capacity_) return;
-  if (!make_room_locked(r->size(), &span)) return;
+  if (foreign && r.ok()) foreign_fetched_ += r->size();
+  if (r.ok()) {
+    // Forget, every 4x the capacity loaded: the waste faster than the fetches, so that a
+    // refusal (no cross-stream claims, no new fetches for them) ends and the cache tries again.
+    loaded_since_decay_ += r->size();
+    if (loaded_since_decay_ > 4 * capacity_) {
+      loaded_since_decay_ = 0;
+      foreign_fetched_ /= 2;
+      foreign_wasted_ /= 4;
+    }
+  }
+  bool kept = r.ok() && !entries_.count(key) && r->size() <= capacity_ &&
+              make_room_locked(r->size(), &span);
+  if (!kept) {
+    if (foreign && r.ok()) foreign_wasted_ += r->size();
+    return;
+  }
   lru_.push_back(key);
   bytes_ += r->size();
-  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end())};
+  if (foreign) foreign_bytes_ += r->size();
+  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end()), foreign};
 }
 
 void BlockCache::insert(const BlockKey& key, const BlockSpan& span, Buffer data) {
@@ -176,9 +207,8 @@ bool BlockCache::make_room_locked(uint64_t need, const BlockSpan* incoming) {
       ++k;
       continue;
     }
-    bytes_ -= e->second.data.size();
-    entries_.erase(e);
     k = lru_.erase(k);
+    drop_entry_locked(e);
   }
   if (bytes_ + need <= capacity_) return true;
   // Pass 2: every block is still ahead of some reader. Keep those needed soonest (Belady's
@@ -204,11 +234,19 @@ bool BlockCache::make_room_locked(uint64_t need, const BlockSpan* incoming) {
   for (auto& [dist, k] : order) {
     if (bytes_ + need <= capacity_) break;
     auto e = entries_.find(*k);
-    bytes_ -= e->second.data.size();
-    entries_.erase(e);
     lru_.erase(k);
+    drop_entry_locked(e);
   }
   return bytes_ + need <= capacity_;
+}
+
+void BlockCache::drop_entry_locked(std::unordered_map<BlockKey, Entry, BlockKeyHash>::iterator e) {
+  bytes_ -= e->second.data.size();
+  if (e->second.foreign) {
+    foreign_bytes_ -= e->second.data.size();
+    foreign_wasted_ += e->second.data.size();
+  }
+  entries_.erase(e);
 }
 
 void BlockCache::move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms) {
@@ -231,9 +269,8 @@ void BlockCache::drop_object(int64_t object_id) {
   for (auto k = lru_.begin(); k != lru_.end();) {
     if (k->object_id == object_id) {
       auto e = entries_.find(*k);
-      bytes_ -= e->second.data.size();
-      entries_.erase(e);
       k = lru_.erase(k);
+      drop_entry_locked(e);
     } else {
       ++k;
     }

@@ -94,9 +94,11 @@ class BlockCache {
     Buffer data;
     BlockSpan span;
     std::list<BlockKey>::iterator lru;
+    bool foreign = false;  // taken by a kApproached claim and not read yet
   };
   struct Loading {
     uint64_t claimed = 0;  // bytes reserved by try_claim (0 for get()'s own loads)
+    bool foreign = false;  // a kApproached claim
     bool done = false;
     Result<Buffer> result = Error::make(Errc::kInternal, "loading");
     std::condition_variable cv;
@@ -123,6 +125,17 @@ class BlockCache {
   std::map<int64_t, std::map<int64_t, std::pair<int, int64_t>>> readers_;
   uint64_t bytes_ = 0;
   uint64_t loading_bytes_ = 0;  // sum of Loading::claimed
+  // Blocks fetched for readers of other streams (kApproached), loading or cached and not read
+  // yet; and how many such bytes were fetched and how many evicted unread (decayed as blocks
+  // are loaded). When more than a quarter (and over capacity / 8) went unread, the cache is too
+  // small for the readers' working set (e.g. several consumer groups far apart, each needing a
+  // whole stream-set object's worth): kApproached claims are refused for a while, so GETs stay
+  // within one stream instead of fetching data twice.
+  uint64_t foreign_bytes_ = 0;
+  uint64_t foreign_fetched_ = 0;
+  uint64_t foreign_wasted_ = 0;
+  uint64_t loaded_since_decay_ = 0;
+  void drop_entry_locked(std::unordered_map<BlockKey, Entry, BlockKeyHash>::iterator e);
 };
 
 }  // namespace shale::storage
