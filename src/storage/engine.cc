@@ -246,7 +246,7 @@ EngineImpl::EngineImpl(const EngineOptions& opts, objstore::ObjectStore* store,
       keys_(opts.ns),
       cache_(opts.log_cache_size, upload_threshold(opts)),
       block_cache_(opts.block_cache_size, 1 << 30),
-      merged_read_max_(std::clamp<uint64_t>(opts.block_cache_size / 4, 512 * kKiB, 16 * kMiB)) {
+      merged_read_max_(std::clamp<uint64_t>(opts.block_cache_size / 4, 512 * kKiB, 8 * kMiB)) {
   if (!opts_.fs) opts_.fs = posix_fs();
 }
 

@@ -225,7 +225,7 @@ class EngineImpl final : public Engine {
   uint64_t object_index_bytes_ = 0;  // approximate bytes of object_indexes_
   std::condition_variable index_cv_;
   BlockCache block_cache_;
-  uint64_t merged_read_max_;  // largest merged GET: block_cache_size / 4 within [512 KiB, 16 MiB]
+  uint64_t merged_read_max_;  // largest merged GET: block_cache_size / 4 within [512 KiB, 8 MiB]
   // Sequential readers: (stream, next offset) -> (read-ahead size, readers at that offset).
   std::mutex readers_mu_;
   std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, int>> readers_;
