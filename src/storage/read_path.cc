@@ -286,7 +286,11 @@ Result<EngineImpl::ReadOutcome> EngineImpl::read_objects(int64_t stream, int64_t
       for (auto& r : *recs) {
         int64_t rend = r.h.base_offset + r.h.count;
         if (r.h.stream_id != stream || rend <= pos) continue;
-        if (r.h.base_offset >= limit || (!out.records.empty() && bytes >= max_bytes)) {
+        // Stop before a record that would pass max_bytes (the first is always taken), as the
+        // broker keeps whole batches within its limit: the next read then starts where this
+        // one ended and the reader is recognised as sequential (read-ahead, BlockCache).
+        if (r.h.base_offset >= limit ||
+            (!out.records.empty() && bytes + r.payload.size() > max_bytes)) {
           full = true;
           break;
         }
@@ -396,7 +400,7 @@ void EngineImpl::read(StreamImpl* s, int64_t start, int64_t end, size_t max_byte
     int64_t next = recs.back().end_offset();
     // Continue into the LogCache tail ("right intersect") if the object part reached it.
     for (auto& x : hit.records) {
-      if (bytes >= max_bytes || x.base_offset != next) break;
+      if (bytes + x.payload.size() > max_bytes || x.base_offset != next) break;
       bytes += x.payload.size();
       next = x.end_offset();
       recs.push_back(std::move(x));
