@@ -170,6 +170,9 @@ class EngineImpl final : public Engine {
   // that an active reader is approaching (a stream-set object holds every stream's share of
   // one upload, often well under a MiB each: GETs confined to one stream would be small).
   // Returns the claimed blocks in order, anchor included.
+  // Whether merged GETs may take other streams' blocks: the BlockCache's share per active
+  // reader holds at least a quarter of a window.
+  bool cross_stream_ok() const;
   std::vector<size_t> claim_run(int64_t object_id, const ObjectIndex& idx, size_t anchor,
                                 int64_t stream, int64_t stream_end);
   // Issues one GET covering the claimed blocks `run` (asynchronously; waiting readers get them

@@ -109,9 +109,10 @@ Result<std::shared_ptr<const ObjectIndex>> EngineImpl::object_index(int64_t obje
   auto shared = std::make_shared<const ObjectIndex>(std::move(idx).value());
   if (stream >= 0 && tail.ok() && tail->size() == want) {
     const uint64_t base = size - want;
+    const bool cross = cross_stream_ok();
     for (size_t k = 0; k < shared->blocks.size(); ++k) {
       const auto& x = shared->blocks[k];
-      if (x.position < base) continue;
+      if (x.position < base || (x.stream_id != stream && !cross)) continue;
       BlockKey key{object_id, static_cast<uint32_t>(k)};
       auto mode =
           x.stream_id == stream ? BlockCache::Mode::kReadAhead : BlockCache::Mode::kApproached;
@@ -135,6 +136,14 @@ Result<std::shared_ptr<const ObjectIndex>> EngineImpl::object_index(int64_t obje
     }
   }
   return std::shared_ptr<const ObjectIndex>(shared);
+}
+
+bool EngineImpl::cross_stream_ok() const {
+  // Each active reader's share of the cache must hold a quarter of a window: below that (e.g.
+  // 3 groups x 16 partitions on a 32 MiB cache) blocks taken for other streams' readers are
+  // evicted before those readers come, and the data is fetched twice.
+  uint64_t readers = std::max<uint64_t>(1, block_cache_.active_readers(clock::mono_ms()));
+  return block_cache_.capacity() / readers >= merged_read_max_ / 4;
 }
 
 void EngineImpl::note_get(uint64_t bytes) {
@@ -163,9 +172,11 @@ std::vector<size_t> EngineImpl::claim_run(int64_t object_id, const ObjectIndex& 
   // started by readers of different streams tile an object instead of cutting it into pieces
   // that end wherever another reader's run began.
   const uint64_t window = blocks[anchor].position / merged_read_max_;
+  const bool cross = cross_stream_ok();
   auto claim = [&](size_t k) {
     const auto& n = blocks[k];
     bool own = n.stream_id == stream && n.start_offset < stream_end;
+    if (!own && !cross) return false;
     auto mode = own ? BlockCache::Mode::kReadAhead : BlockCache::Mode::kApproached;
     return block_cache_.try_claim(BlockKey{object_id, static_cast<uint32_t>(k)}, span_of(n), n.size,
                                   mode) == BlockCache::Claim::kClaimed;
