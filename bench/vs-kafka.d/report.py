@@ -8,7 +8,8 @@ Pure functions on plain dicts, so that report_test.py can feed it fake perf resu
      "exact": bool,                   # False when the aggregates come from periodic lines
      "periods": [<period dict>...],   # every periodic line of the run, with its phase
      "broker": {"cpu_seconds": float, "peak_rss_bytes": int or None} or None,
-     "shale": {"object_puts": int, "object_gets": int, "bytes_uploaded": int} or None,
+     "shale": {"object_puts": int, "object_gets": int, "bytes_uploaded": int,
+               "object_get_bytes": int, "object_read_bytes": int (newer brokers)} or None,
      "search": [{"rate": int, "sustained": bool, "why": str, ...}] (tail read only)}
 """
 import os
@@ -123,6 +124,8 @@ FIGURES = [
     ("puts_per_gib", "object PUTs", "per GiB produced", False),
     ("puts_per_gib_up", "object PUTs", "per GiB uploaded", False),
     ("gets_per_gib", "object GETs", "per GiB consumed", False),
+    ("gets_per_gib_obj", "object GETs", "per GiB read from objects", False),
+    ("fetched_per_read", "object bytes fetched", "per byte read from objects", False),
 ]
 LATENCY_KEYS = {"prod_p50", "prod_p99", "prod_p999", "prod_max", "e2e_p50", "e2e_p99",
                 "e2e_p999", "e2e_max"}
@@ -156,6 +159,12 @@ def figures(run):
     f["gets_per_gib"] = s["object_gets"] / out_gib if s and out_gib > 0 else None
     up_gib = s["bytes_uploaded"] / GIB if s and s.get("bytes_uploaded") else 0
     f["puts_per_gib_up"] = s["object_puts"] / up_gib if up_gib > 0 else None
+    # Issue #13's measure: GETs per GiB the broker served from objects (not from the LogCache),
+    # from counters a broker before them did not have.
+    obj_gib = s["object_read_bytes"] / GIB if s and s.get("object_read_bytes") else 0
+    f["gets_per_gib_obj"] = s["object_gets"] / obj_gib if obj_gib > 0 else None
+    f["fetched_per_read"] = (s["object_get_bytes"] / (obj_gib * GIB)
+                             if obj_gib > 0 and s.get("object_get_bytes") is not None else None)
     return f
 
 
@@ -426,6 +435,12 @@ def goals_table(by_name):
         if c.get("read_over_produce") is not None:
             rows.append(("catch-up: consumers read ≥ 3× the produce rate",
                          fmt_ratio(c["read_over_produce"]), met(c["read_over_produce"] >= 3)))
+    cu = by_name.get("catch-up", {}).get("shale")
+    g = figures(cu)["gets_per_gib_obj"] if cu else None
+    if g is not None:
+        # 1 GET per 4 MiB = 256 GETs per GiB, counted by the broker's own metrics.
+        rows.append(("catch-up: ≤ 1 object GET per 4 MiB read from objects (≤ 256 per GiB)",
+                     "%s per GiB" % fmt(g, "1/GiB"), met(g <= 256)))
     # Per GiB uploaded, not produced: uploads are by size or every 60 s, so a short phase's
     # PUTs need not belong to the bytes produced in it.
     puts = [(n, figures(r["shale"])["puts_per_gib_up"]) for n, r in by_name.items()

@@ -323,13 +323,13 @@ const std::vector<ConfigKey> kKeys = {
      "Size of a file WAL's ring in bytes (AutoMQ's default, 2 GiB); rounded down to 4 KiB.",
      16 * kMiB, INT64_MAX},
     {"s3.wal.cache.size", ConfigType::kLong, "-1", "Storage",
-     "LogCache size in bytes: the tail-read window and upload staging. -1 = automatic "
-     "(AutoMQ's rule: with M = min(75% RAM, 32 GiB) / 2, max(M/3, (M - 3 GiB) * 2/3)). Set "
-     "together with s3.block.cache.size.",
+     "LogCache size in bytes: the tail-read window and upload staging. -1 = automatic: RAM/32 "
+     "within [256 MiB, 2 GiB] (768 MiB with 24 GiB of RAM; docs/performance.md). Set together "
+     "with s3.block.cache.size.",
      -1, INT64_MAX},
     {"s3.block.cache.size", ConfigType::kLong, "-1", "Storage",
-     "BlockCache size in bytes for catch-up reads from objects. -1 = automatic (max(M/6, (M - 3 "
-     "GiB) / 3), M as above). Set together with s3.wal.cache.size.",
+     "BlockCache size in bytes for catch-up reads from objects. -1 = automatic: RAM/64 within "
+     "[128 MiB, 1 GiB] (384 MiB with 24 GiB of RAM). Set together with s3.wal.cache.size.",
      -1, INT64_MAX},
     {"s3.wal.upload.threshold", ConfigType::kLong, "-1", "Storage",
      "Upload the WAL's recent data to an object once this many bytes are waiting. -1 = "
@@ -833,12 +833,11 @@ std::string Config::dump() const {
 }
 
 void Config::resolve_memory_defaults(uint64_t ram) {
-  const int64_t heap = std::min<int64_t>(static_cast<int64_t>(ram / 4 * 3), 32 * kGiB);
-  const int64_t m = heap / 2;
+  const int64_t r = static_cast<int64_t>(std::min<uint64_t>(ram, uint64_t{1} << 50));
   int64_t wal = get_long("s3.wal.cache.size");
   int64_t block = get_long("s3.block.cache.size");
-  if (wal < 0) wal = std::max(m / 3, (m - 3 * kGiB) * 2 / 3);
-  if (block < 0) block = std::max(m / 6, (m - 3 * kGiB) / 3);
+  if (wal < 0) wal = std::clamp<int64_t>(r / 32, 256 * kMiB, 2 * kGiB);
+  if (block < 0) block = std::clamp<int64_t>(r / 64, 128 * kMiB, 1 * kGiB);
   int64_t threshold = get_long("s3.wal.upload.threshold");
   if (threshold < 0) threshold = std::min(wal / 3, 500 * kMiB);
   values_["s3.wal.cache.size"] = std::to_string(wal);

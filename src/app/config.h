@@ -102,10 +102,11 @@ class Config {
   // "log.segment.bytes (server.properties:12)".
   const std::vector<std::string>& ignored_keys() const { return ignored_; }
 
-  // AutoMQ's automatic memory sizing (docs/storage.md) for keys left at -1: with
-  // M = min(75% of RAM, 32 GiB) / 2 (AutoMQ: half the heap, heap = min(75% RAM, 32 GiB)),
-  // s3.wal.cache.size = max(M/3, (M - 3 GiB) * 2/3), s3.block.cache.size = max(M/6, (M - 3 GiB)/3),
-  // s3.wal.upload.threshold = min(wal cache / 3, 500 MiB).
+  // Automatic memory sizing (docs/performance.md, "Memory") for keys left at -1:
+  // s3.wal.cache.size = RAM/32 within [256 MiB, 2 GiB], s3.block.cache.size = RAM/64 within
+  // [128 MiB, 1 GiB], s3.wal.upload.threshold = min(wal cache / 3, 500 MiB). AutoMQ's rule (a
+  // share of a JVM heap sized at 75 % of RAM) gave 4 + 2 GiB of caches on a 24 GiB machine,
+  // which a broker then filled: peak RSS 3-5x Kafka's (1 GiB heap + the OS page cache).
   void resolve_memory_defaults(uint64_t physical_memory_bytes);
 
  private:

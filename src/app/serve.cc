@@ -127,6 +127,18 @@ void collect(metrics::Sink& s, const storage::Engine& engine, const net::Server&
             {{"operation", "put"}}, d(e.object_puts));
   s.counter("kafka_stream_object_requests_total", "Object store requests, by operation",
             {{"operation", "get"}}, d(e.object_gets));
+  s.counter("kafka_stream_object_get_bytes_total", "Bytes returned by object GETs", {},
+            d(e.object_get_bytes));
+  s.counter("kafka_stream_object_read_bytes_total",
+            "Record bytes served to readers from objects (GETs per byte read: catch-up cost)", {},
+            d(e.object_read_bytes));
+  s.gauge("kafka_stream_block_cache_loading_bytes",
+          "BlockCache bytes claimed by object GETs in flight", {}, d(e.block_cache_loading_bytes));
+  s.gauge("kafka_stream_object_index_cache_bytes", "Bytes of parsed object indexes cached", {},
+          d(e.object_index_cache_bytes));
+  s.gauge("kafka_stream_upload_buffer_bytes",
+          "Bytes of objects being built or written by uploads and compactions", {},
+          d(e.upload_buffer_bytes));
   s.counter("kafka_stream_upload_objects_total", "Objects uploaded from the WAL", {},
             d(e.objects_uploaded));
   s.counter("kafka_stream_upload_size_bytes_total", "Bytes uploaded from the WAL", {},
@@ -228,6 +240,11 @@ class MetricsWriter {
         {"block_cache_bytes", e.block_cache_bytes},
         {"object_puts", e.object_puts},
         {"object_gets", e.object_gets},
+        {"object_get_bytes", e.object_get_bytes},
+        {"object_read_bytes", e.object_read_bytes},
+        {"block_cache_loading_bytes", e.block_cache_loading_bytes},
+        {"object_index_cache_bytes", e.object_index_cache_bytes},
+        {"upload_buffer_bytes", e.upload_buffer_bytes},
         {"objects_uploaded", e.objects_uploaded},
         {"bytes_uploaded", e.bytes_uploaded},
         {"appends_refused", e.appends_refused},

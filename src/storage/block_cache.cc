@@ -21,6 +21,32 @@ uint64_t BlockCache::bytes() const {
   return bytes_;
 }
 
+uint64_t BlockCache::loading_bytes() const {
+  std::lock_guard lk(mu_);
+  return loading_bytes_;
+}
+
+uint64_t BlockCache::reclaimable_bytes(int64_t now_ms) const {
+  std::lock_guard lk(mu_);
+  uint64_t used = bytes_ + loading_bytes_;
+  uint64_t n = used < capacity_ ? capacity_ - used : 0;
+  for (auto& [k, e] : entries_) {
+    if (distance_locked(e.span, now_ms) < 0) n += e.data.size();
+  }
+  return n;
+}
+
+size_t BlockCache::active_readers(int64_t now_ms) const {
+  std::lock_guard lk(mu_);
+  size_t n = 0;
+  for (auto& [stream, rs] : readers_) {
+    for (auto& [pos, info] : rs) {
+      if (now_ms - info.second <= kReaderIdleMs) n += static_cast<size_t>(info.first);
+    }
+  }
+  return n;
+}
+
 Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
                                const std::function<Result<Buffer>()>& load, bool* loaded) {
   if (loaded) *loaded = false;
@@ -32,6 +58,10 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
     auto it = entries_.find(key);
     if (it != entries_.end()) {
       lru_.splice(lru_.end(), lru_, it->second.lru);
+      if (it->second.foreign) {
+        it->second.foreign = false;
+        foreign_bytes_ -= it->second.data.size();
+      }
       return it->second.data;
     }
     auto li = loading_.find(key);
@@ -61,25 +91,50 @@ Result<Buffer> BlockCache::get(const BlockKey& key, const BlockSpan& span,
   return r;
 }
 
-BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size) {
+BlockCache::Claim BlockCache::try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size,
+                                        Mode mode) {
   std::lock_guard lk(mu_);
   if (entries_.count(key) || loading_.count(key)) return Claim::kPresent;
-  if (size > capacity_ || !would_admit_locked(size, span, clock::mono_ms())) return Claim::kNoRoom;
-  loading_[key] = std::make_shared<Loading>();
+  int64_t now = clock::mono_ms();
+  if (mode == Mode::kApproached && distance_locked(span, now) < 0) {
+    // No reader approaches it. A stream nobody has read yet may be about to be (a consumer
+    // starting on every partition of a topic reads them one after another): take it into free
+    // room; it is among the first to go when room is needed.
+    auto r = readers_.find(span.stream_id);
+    bool unread = r == readers_.end() || r->second.empty();
+    if (!unread || bytes_ + loading_bytes_ + size > capacity_) return Claim::kNoRoom;
+  }
+  if (mode == Mode::kApproached && foreign_wasted_ > capacity_ / 8 &&
+      foreign_wasted_ * 4 > foreign_fetched_) {
+    return Claim::kNoRoom;
+  }
+  if (size > capacity_ || !would_admit_locked(size, span, now, mode == Mode::kDemand)) {
+    return Claim::kNoRoom;
+  }
+  auto l = std::make_shared<Loading>();
+  l->claimed = size;
+  if (mode == Mode::kApproached) {
+    l->foreign = true;
+    foreign_bytes_ += size;
+  }
+  loading_bytes_ += size;
+  loading_[key] = std::move(l);
   return Claim::kClaimed;
 }
 
-bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming,
-                                    int64_t now_ms) const {
-  if (bytes_ + need <= capacity_) return true;
-  int64_t d = distance_locked(incoming, now_ms);
+bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms,
+                                    bool demand) const {
+  // Blocks being loaded for claims count as cached: they will be.
+  const uint64_t used = bytes_ + loading_bytes_;
+  if (used + need <= capacity_) return true;
+  int64_t d = demand ? 0 : distance_locked(incoming, now_ms);
   if (d < 0) return false;
   // Evictable for it: blocks no reader approaches, and blocks needed later than it.
   uint64_t evictable = 0;
   for (auto& [k, e] : entries_) {
     int64_t ed = distance_locked(e.span, now_ms);
     if (ed < 0 || ed >= d) evictable += e.data.size();
-    if (bytes_ - evictable + need <= capacity_) return true;
+    if (used - evictable + need <= capacity_) return true;
   }
   return false;
 }
@@ -87,17 +142,37 @@ bool BlockCache::would_admit_locked(uint64_t need, const BlockSpan& incoming,
 void BlockCache::finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r) {
   std::lock_guard lk(mu_);
   auto li = loading_.find(key);
+  bool foreign = false;
   if (li != loading_.end()) {
+    loading_bytes_ -= li->second->claimed;
+    foreign = li->second->foreign;
+    if (foreign) foreign_bytes_ -= li->second->claimed;
     li->second->done = true;
     li->second->result = r;
     li->second->cv.notify_all();
     loading_.erase(li);
   }
-  if (!r.ok() || entries_.count(key) || r->size() > capacity_) return;
-  if (!make_room_locked(r->size(), &span)) return;
+  if (foreign && r.ok()) foreign_fetched_ += r->size();
+  if (r.ok()) {
+    // Forget, every 4x the capacity loaded: the waste faster than the fetches, so that a
+    // refusal (no cross-stream claims, no new fetches for them) ends and the cache tries again.
+    loaded_since_decay_ += r->size();
+    if (loaded_since_decay_ > 4 * capacity_) {
+      loaded_since_decay_ = 0;
+      foreign_fetched_ /= 2;
+      foreign_wasted_ /= 4;
+    }
+  }
+  bool kept = r.ok() && !entries_.count(key) && r->size() <= capacity_ &&
+              make_room_locked(r->size(), &span);
+  if (!kept) {
+    if (foreign && r.ok()) foreign_wasted_ += r->size();
+    return;
+  }
   lru_.push_back(key);
   bytes_ += r->size();
-  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end())};
+  if (foreign) foreign_bytes_ += r->size();
+  entries_[key] = Entry{std::move(r).value(), span, std::prev(lru_.end()), foreign};
 }
 
 void BlockCache::insert(const BlockKey& key, const BlockSpan& span, Buffer data) {
@@ -132,9 +207,8 @@ bool BlockCache::make_room_locked(uint64_t need, const BlockSpan* incoming) {
       ++k;
       continue;
     }
-    bytes_ -= e->second.data.size();
-    entries_.erase(e);
     k = lru_.erase(k);
+    drop_entry_locked(e);
   }
   if (bytes_ + need <= capacity_) return true;
   // Pass 2: every block is still ahead of some reader. Keep those needed soonest (Belady's
@@ -160,11 +234,19 @@ bool BlockCache::make_room_locked(uint64_t need, const BlockSpan* incoming) {
   for (auto& [dist, k] : order) {
     if (bytes_ + need <= capacity_) break;
     auto e = entries_.find(*k);
-    bytes_ -= e->second.data.size();
-    entries_.erase(e);
     lru_.erase(k);
+    drop_entry_locked(e);
   }
   return bytes_ + need <= capacity_;
+}
+
+void BlockCache::drop_entry_locked(std::unordered_map<BlockKey, Entry, BlockKeyHash>::iterator e) {
+  bytes_ -= e->second.data.size();
+  if (e->second.foreign) {
+    foreign_bytes_ -= e->second.data.size();
+    foreign_wasted_ += e->second.data.size();
+  }
+  entries_.erase(e);
 }
 
 void BlockCache::move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms) {
@@ -187,9 +269,8 @@ void BlockCache::drop_object(int64_t object_id) {
   for (auto k = lru_.begin(); k != lru_.end();) {
     if (k->object_id == object_id) {
       auto e = entries_.find(*k);
-      bytes_ -= e->second.data.size();
-      entries_.erase(e);
       k = lru_.erase(k);
+      drop_entry_locked(e);
     } else {
       ++k;
     }

@@ -62,9 +62,16 @@ class BlockCache {
   // already being loaded (kPresent), or the cache would not keep it (kNoRoom: full of blocks
   // that readers need sooner; fetching it would be a wasted GET, and so would every block
   // farther ahead). A reader asking for a claimed block waits for it instead of fetching it
-  // again. Every kClaimed must be ended by exactly one finish_load.
+  // again. Every kClaimed must be ended by exactly one finish_load. Modes: kReadAhead as above;
+  // kApproached also refuses (kNoRoom) a block no active reader is approaching even when there
+  // is room (a merged GET takes other streams' blocks only for readers that will use them),
+  // except for a stream no reader has read yet while the cache has free room;
+  // kDemand is a reader's miss: the block is needed now (distance 0), so anything may make
+  // room for it.
   enum class Claim { kClaimed, kPresent, kNoRoom };
-  Claim try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size);
+  enum class Mode { kReadAhead, kApproached, kDemand };
+  Claim try_claim(const BlockKey& key, const BlockSpan& span, uint64_t size,
+                  Mode mode = Mode::kReadAhead);
   // Ends a claimed load: waiting readers get the block (or, on an error, load it themselves),
   // and a fetched block is cached as insert() would.
   void finish_load(const BlockKey& key, const BlockSpan& span, Result<Buffer> r);
@@ -72,14 +79,26 @@ class BlockCache {
   void move_reader(int64_t stream, int64_t from, int64_t to, int64_t now_ms);
   void drop_object(int64_t object_id);
   uint64_t bytes() const;
+  // Bytes claimed by try_claim and still loading (counted against the capacity, so that many
+  // concurrent read-ahead GETs cannot together claim more than fits).
+  uint64_t loading_bytes() const;
+  // Bytes a new block could have without displacing one an active reader is approaching:
+  // free space (claims in flight count as used) plus blocks no reader approaches.
+  uint64_t reclaimable_bytes(int64_t now_ms) const;
+  // Sequential readers seen within the idle limit (each position counts its readers).
+  size_t active_readers(int64_t now_ms) const;
+  uint64_t capacity() const { return capacity_; }
 
  private:
   struct Entry {
     Buffer data;
     BlockSpan span;
     std::list<BlockKey>::iterator lru;
+    bool foreign = false;  // taken by a kApproached claim and not read yet
   };
   struct Loading {
+    uint64_t claimed = 0;  // bytes reserved by try_claim (0 for get()'s own loads)
+    bool foreign = false;  // a kApproached claim
     bool done = false;
     Result<Buffer> result = Error::make(Errc::kInternal, "loading");
     std::condition_variable cv;
@@ -91,8 +110,10 @@ class BlockCache {
   // returns false rather than evict blocks needed sooner than it (then only blocks no reader
   // approaches may have been evicted).
   bool make_room_locked(uint64_t need, const BlockSpan* incoming);
-  // Whether make_room_locked(need, &incoming) would succeed, without evicting anything.
-  bool would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms) const;
+  // Whether make_room_locked(need, &incoming) would succeed, without evicting anything;
+  // demand: the incoming block is needed now.
+  bool would_admit_locked(uint64_t need, const BlockSpan& incoming, int64_t now_ms,
+                          bool demand = false) const;
 
   uint64_t capacity_;
   uint64_t horizon_;  // offsets: how far ahead of a reader a block counts as "approached"
@@ -103,6 +124,18 @@ class BlockCache {
   // stream -> (reader position -> (reader count at that position, last use))
   std::map<int64_t, std::map<int64_t, std::pair<int, int64_t>>> readers_;
   uint64_t bytes_ = 0;
+  uint64_t loading_bytes_ = 0;  // sum of Loading::claimed
+  // Blocks fetched for readers of other streams (kApproached), loading or cached and not read
+  // yet; and how many such bytes were fetched and how many evicted unread (decayed as blocks
+  // are loaded). When more than a quarter (and over capacity / 8) went unread, the cache is too
+  // small for the readers' working set (e.g. several consumer groups far apart, each needing a
+  // whole stream-set object's worth): kApproached claims are refused for a while, so GETs stay
+  // within one stream instead of fetching data twice.
+  uint64_t foreign_bytes_ = 0;
+  uint64_t foreign_fetched_ = 0;
+  uint64_t foreign_wasted_ = 0;
+  uint64_t loaded_since_decay_ = 0;
+  void drop_entry_locked(std::unordered_map<BlockKey, Entry, BlockKeyHash>::iterator e);
 };
 
 }  // namespace shale::storage

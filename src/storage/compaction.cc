@@ -175,11 +175,8 @@ Status EngineImpl::rewrite_objects(const std::vector<std::pair<int64_t, meta::Ke
     if (stopping_) return Error::make(Errc::kShutdown, "engine is shutting down");
     auto om = decode_object(kv.value);
     if (!om.ok()) return std::move(om).error();
-    {
-      std::lock_guard lk(stats_mu_);
-      ++stats_.object_gets;
-    }
     auto bytes = objstore::get_sync(*store_, keys_.object_name(id));
+    note_get(bytes.ok() ? bytes->size() : 0);
     if (!bytes.ok()) return std::move(bytes).error();
     auto idx = parse_object_index(*bytes, bytes->size(), nullptr);
     if (!idx.ok()) return std::move(idx).error();

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cstring>
 
 #include "base/clock.h"
@@ -244,7 +245,8 @@ EngineImpl::EngineImpl(const EngineOptions& opts, objstore::ObjectStore* store,
       meta_(meta),
       keys_(opts.ns),
       cache_(opts.log_cache_size, upload_threshold(opts)),
-      block_cache_(opts.block_cache_size, 1 << 30) {
+      block_cache_(opts.block_cache_size, 1 << 30),
+      merged_read_max_(std::clamp<uint64_t>(opts.block_cache_size / 4, 512 * kKiB, 8 * kMiB)) {
   if (!opts_.fs) opts_.fs = posix_fs();
 }
 
@@ -722,6 +724,13 @@ EngineStats EngineImpl::stats() const {
     s.log_cache_unuploaded_bytes = cache_.unuploaded_bytes();
   }
   s.block_cache_bytes = block_cache_.bytes();
+  s.block_cache_loading_bytes = block_cache_.loading_bytes();
+  s.upload_buffer_bytes = upload_buffer_bytes_.load();
+  {
+    auto* self = const_cast<EngineImpl*>(this);
+    std::lock_guard lk(self->index_mu_);
+    s.object_index_cache_bytes = object_index_bytes_;
+  }
   return s;
 }
 

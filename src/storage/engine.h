@@ -107,8 +107,13 @@ struct EngineStats {
   uint64_t log_cache_bytes = 0;
   uint64_t log_cache_unuploaded_bytes = 0;
   uint64_t block_cache_bytes = 0;
+  uint64_t block_cache_loading_bytes = 0;  // claimed by GETs in flight (counted in the capacity)
+  uint64_t object_index_cache_bytes = 0;   // parsed object indexes kept for reads
+  uint64_t upload_buffer_bytes = 0;        // objects being built/written (uploads, compaction)
   uint64_t object_puts = 0;
-  uint64_t object_gets = 0;
+  uint64_t object_gets = 0;        // GETs issued (data runs, single blocks, object indexes)
+  uint64_t object_get_bytes = 0;   // bytes those GETs returned
+  uint64_t object_read_bytes = 0;  // payload bytes of records served to readers from objects
   uint64_t objects_uploaded = 0;
   uint64_t bytes_uploaded = 0;
   uint64_t appends_refused = 0;  // back-pressure refusals

@@ -109,6 +109,8 @@ class EngineImpl final : public Engine {
   Status wal_append(StreamImpl* s, int64_t base, uint32_t count, Buffer payload,
                     std::shared_ptr<AppendCallback> done);
   void read(StreamImpl* s, int64_t start, int64_t end, size_t max_bytes, ReadCallback done);
+  // Counts one object GET that returned `bytes` (EngineStats::object_gets, object_get_bytes).
+  void note_get(uint64_t bytes);
   void post_background(std::function<void()> fn);
   void forget_stream(int64_t id);
   bool stopping() const { return stopping_.load(); }
@@ -152,10 +154,31 @@ class EngineImpl final : public Engine {
     std::vector<StreamRecord> records;
     bool missed = false;  // some block had to be fetched
   };
-  Result<ReadOutcome> read_objects(int64_t stream, int64_t start, int64_t end, size_t max_bytes);
-  Result<std::shared_ptr<const ObjectIndex>> object_index(int64_t object_id, uint64_t size);
+  // sequential: the read continues an earlier one (a catch-up reader), so a new object's index
+  // is fetched with the object's last merged window (object_index with the stream).
+  Result<ReadOutcome> read_objects(int64_t stream, int64_t start, int64_t end, size_t max_bytes,
+                                   bool sequential);
+  // The object's parsed index (cached). With a stream (read-ahead for it), the GET also
+  // brings in the last merged window of the object's data and caches its blocks.
+  Result<std::shared_ptr<const ObjectIndex>> object_index(int64_t object_id, uint64_t size,
+                                                          int64_t stream = -1);
   Result<Buffer> fetch_block(int64_t object_id, uint32_t index, const DataBlockIndex& b,
                              bool* loaded);
+  // Merged reads. Block `anchor` of the object has been claimed (BlockCache::try_claim) by the
+  // caller; claims the other blocks of its merged_read_max_ window of the object that are
+  // adjacent on disk: blocks of `stream` (below `stream_end`), and blocks of other streams
+  // that an active reader is approaching (a stream-set object holds every stream's share of
+  // one upload, often well under a MiB each: GETs confined to one stream would be small).
+  // Returns the claimed blocks in order, anchor included.
+  // Whether merged GETs may take other streams' blocks: the BlockCache's share per active
+  // reader holds at least a quarter of a window.
+  bool cross_stream_ok() const;
+  std::vector<size_t> claim_run(int64_t object_id, const ObjectIndex& idx, size_t anchor,
+                                int64_t stream, int64_t stream_end);
+  // Issues one GET covering the claimed blocks `run` (asynchronously; waiting readers get them
+  // from the BlockCache). With sync, waits and returns block `anchor` (else an empty buffer).
+  Result<Buffer> get_run(int64_t object_id, std::shared_ptr<const ObjectIndex> idx,
+                         std::vector<size_t> run, bool sync, size_t anchor);
   void readahead(int64_t stream, int64_t from, uint64_t bytes);
   Status load_stream_index(int64_t stream);
   std::optional<RangeRow> find_range(int64_t stream, int64_t offset);
@@ -201,7 +224,11 @@ class EngineImpl final : public Engine {
   std::map<int64_t, std::map<int64_t, RangeRow>> index_;
   std::map<int64_t, std::shared_ptr<const ObjectIndex>> object_indexes_;  // small LRU-ish
   std::list<int64_t> object_index_order_;
+  std::set<int64_t> index_loading_;  // objects whose index a thread is fetching
+  uint64_t object_index_bytes_ = 0;  // approximate bytes of object_indexes_
+  std::condition_variable index_cv_;
   BlockCache block_cache_;
+  uint64_t merged_read_max_;  // largest merged GET: block_cache_size / 4 within [512 KiB, 8 MiB]
   // Sequential readers: (stream, next offset) -> (read-ahead size, readers at that offset).
   std::mutex readers_mu_;
   std::map<std::pair<int64_t, int64_t>, std::pair<uint64_t, int>> readers_;
@@ -242,6 +269,7 @@ class EngineImpl final : public Engine {
   int64_t retry_first_id_ = 0;
   size_t retry_ids_ = 0;
 
+  std::atomic<uint64_t> upload_buffer_bytes_{0};  // objects being built or written
   std::atomic<bool> stopping_{false};
   std::atomic<bool> shut_down_{false};
   mutable std::mutex stats_mu_;

@@ -239,6 +239,14 @@ Result<uint64_t> EngineImpl::write_object(int64_t id, PlannedObject& obj) {
     for (auto& r : run.second) bytes += r.payload.size() + kRecordHeaderSize;
     hint += bytes + (bytes / std::max<uint64_t>(1, opts_.object_block_size) + 2) * kDataBlockHeader;
   }
+  // The object's bytes exist twice until the PUT is done (the records stay in the LogCache or
+  // the compaction's sources): EngineStats::upload_buffer_bytes shows how much.
+  upload_buffer_bytes_ += hint;
+  struct Release {
+    std::atomic<uint64_t>& n;
+    uint64_t v;
+    ~Release() { n -= v; }
+  } release{upload_buffer_bytes_, hint};
   ObjectWriter w(opts_.object_block_size, hint);
   for (auto& [stream, run] : obj.streams) {
     for (auto& r : run.second) w.add(stream, run.first, r.base_offset, r.count, r.payload);

@@ -230,20 +230,26 @@ TEST(Config, CacheSizesMustBeSetTogether) {
   EXPECT_EQ(c->get_long("s3.wal.upload.threshold"), 100000000);
 }
 
-TEST(Config, AutomaticMemorySizingFollowsAutoMQ) {
+TEST(Config, AutomaticMemorySizingFitsTheMachine) {
   const uint64_t GiB = 1ull << 30;
-  // 8 GiB of RAM: heap 6 GiB, M = 3 GiB -> 1 GiB / 512 MiB, as AutoMQ's tuning page.
+  const int64_t MiB = 1 << 20;
+  // 24 GiB of RAM: RAM/32 and RAM/64.
   Config c = Config::defaults();
-  c.resolve_memory_defaults(8 * GiB);
-  EXPECT_EQ(c.get_long("s3.wal.cache.size"), int64_t(GiB));
-  EXPECT_EQ(c.get_long("s3.block.cache.size"), int64_t(GiB / 2));
-  EXPECT_EQ(c.get_long("s3.wal.upload.threshold"), int64_t(GiB / 3));
-  // Large machine: heap capped at 32 GiB, M = 16 GiB -> (16-3)*2/3 GiB, (16-3)/3 GiB, 500 MiB.
+  c.resolve_memory_defaults(24 * GiB);
+  EXPECT_EQ(c.get_long("s3.wal.cache.size"), 768 * MiB);
+  EXPECT_EQ(c.get_long("s3.block.cache.size"), 384 * MiB);
+  EXPECT_EQ(c.get_long("s3.wal.upload.threshold"), 256 * MiB);
+  // Small machine: the floors.
+  Config small = Config::defaults();
+  small.resolve_memory_defaults(2 * GiB);
+  EXPECT_EQ(small.get_long("s3.wal.cache.size"), 256 * MiB);
+  EXPECT_EQ(small.get_long("s3.block.cache.size"), 128 * MiB);
+  // Large machine: the ceilings; the upload threshold's own cap.
   Config big = Config::defaults();
   big.resolve_memory_defaults(256 * GiB);
-  EXPECT_EQ(big.get_long("s3.wal.cache.size"), int64_t(13 * GiB * 2 / 3));
-  EXPECT_EQ(big.get_long("s3.block.cache.size"), int64_t(13 * GiB / 3));
-  EXPECT_EQ(big.get_long("s3.wal.upload.threshold"), int64_t(500) << 20);
+  EXPECT_EQ(big.get_long("s3.wal.cache.size"), int64_t(2 * GiB));
+  EXPECT_EQ(big.get_long("s3.block.cache.size"), int64_t(GiB));
+  EXPECT_EQ(big.get_long("s3.wal.upload.threshold"), 500 * MiB);
 }
 
 TEST(Config, WrongAccessorIsAProgrammerError) {
