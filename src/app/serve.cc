@@ -36,6 +36,7 @@
 #include "broker/broker_handlers.h"
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
+#include "broker/txn_handlers.h"
 #include "cluster/identity.h"
 #include "cluster/member.h"
 #include "http/server.h"
@@ -487,6 +488,15 @@ int serve_main(int argc, char** argv) {
     return fail("loading consumer groups: " + st.error().to_string());
   }
   broker::register_group_handlers(dispatcher, groups.handlers());
+  // Transactions: committed transactions make their offsets visible in the group coordinator;
+  // start() finishes any transaction a crash interrupted after its Prepare record.
+  broker.txn().set_commit_offsets(
+      [gc = &groups.coordinator()](const std::string& group, const auto& offsets) {
+        return broker::commit_txn_offsets(*gc, group, offsets);
+      });
+  if (auto st = broker.txn().start(); !st.ok()) {
+    return fail("loading transactions: " + st.error().to_string());
+  }
   pool.start();
   server.start();
   std::unique_ptr<MetricsWriter> metrics;

@@ -165,9 +165,17 @@ asio::awaitable<protocol::FindCoordinatorResponse> GroupHandlers::find_coordinat
       }
     }
   } else if (key_type == kCoordinatorKeyTransaction) {
-    for (auto& k : keys) {
-      coords.push_back(fail(std::move(k), err::kCoordinatorNotAvailable,
-                            "transactions are not supported by this broker"));
+    // The transaction coordinator (broker/txn_coordinator.h) runs on the same broker as the
+    // group coordinator: the same endpoint answers.
+    for (auto& ci : coordinator_.find_coordinator(kCoordinatorKeyGroup, keys)) {
+      Coord c;
+      c.key = std::move(ci.key);
+      c.node_id = ci.node_id;
+      c.host = std::move(ci.host);
+      c.port = ci.port;
+      c.error_code = ci.error_code;
+      c.error_message = std::move(ci.error_message);
+      coords.push_back(std::move(c));
     }
   } else {
     for (auto& k : keys) {
