@@ -494,6 +494,10 @@ int serve_main(int argc, char** argv) {
       [gc = &groups.coordinator()](const std::string& group, const auto& offsets) {
         return broker::commit_txn_offsets(*gc, group, offsets);
       });
+  groups.handlers().set_pending_txn_offsets(
+      [tc = &broker.txn()](const std::string& g, const std::string& t, int32_t p) {
+        return tc->has_pending_offsets(g, t, p);
+      });
   if (auto st = broker.txn().start(); !st.ok()) {
     return fail("loading transactions: " + st.error().to_string());
   }

@@ -418,8 +418,22 @@ asio::awaitable<protocol::OffsetFetchResponse> GroupHandlers::offset_fetch(
     f.groups.push_back(std::move(fg));
   }
 
-  group::FetchResult r =
-      co_await blocking([this, p = &f] { return coordinator_.fetch_offsets(*p); });
+  group::FetchResult r = co_await blocking([this, p = &f] {
+    group::FetchResult res = coordinator_.fetch_offsets(*p);
+    if (p->require_stable && pending_txn_offsets_) {
+      for (auto& g : res.groups) {
+        for (auto& t : g.topics) {
+          for (auto& pp : t.partitions) {
+            if (pending_txn_offsets_(g.group_id, t.name, pp.partition)) {
+              pp.error_code = err::kUnstableOffsetCommit;
+              pp.offset = -1;
+            }
+          }
+        }
+      }
+    }
+    return res;
+  });
 
   // Kafka's GroupCoordinatorService answers INVALID_GROUP_ID for an empty group id.
   for (auto& g : r.groups) {

@@ -84,6 +84,14 @@ class GroupHandlers {
   GroupHandlers(group::Coordinator& coordinator, asio::thread_pool& workers,
                 PartitionExists partition_exists, std::function<void()> on_call = nullptr);
 
+  // KIP-447: does a transaction hold pending (TxnOffsetCommit) offsets of this group for this
+  // partition? OffsetFetch with require_stable then answers UNSTABLE_OFFSET_COMMIT for it. May
+  // block; called on a worker thread. Set before serving (shale serve: the transaction
+  // coordinator).
+  using PendingTxnOffsets =
+      std::function<bool(const std::string& group, const std::string& topic, int32_t partition)>;
+  void set_pending_txn_offsets(PendingTxnOffsets fn) { pending_txn_offsets_ = std::move(fn); }
+
   asio::awaitable<protocol::FindCoordinatorResponse> find_coordinator(
       GroupRequestInfo info, protocol::FindCoordinatorRequest req);
   asio::awaitable<protocol::JoinGroupResponse> join_group(GroupRequestInfo info,
@@ -126,6 +134,7 @@ class GroupHandlers {
   asio::thread_pool& workers_;
   PartitionExists partition_exists_;
   std::function<void()> on_call_;
+  PendingTxnOffsets pending_txn_offsets_;
 };
 
 // Registers every group API with a dispatcher that has Kafka's handler registry

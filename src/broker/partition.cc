@@ -364,18 +364,32 @@ void Partition::append_marker(int64_t producer_id, int16_t epoch, bool commit,
       .add(ts, std::string_view(reinterpret_cast<const char*>(key), sizeof(key)),
            std::string_view(reinterpret_cast<const char*>(value), sizeof(value)));
   Buffer bytes = bb.build();
-  auto failed = std::make_shared<std::atomic<bool>>(false);
+  // 0: in flight; 1: issued (state applied below); 2: refused before append() returned.
+  auto stage = std::make_shared<std::atomic<int>>(0);
   auto cb = std::make_shared<std::function<void(Status)>>(std::move(done));
-  stream_->append(base, 1, bytes, [this, failed, cb](Result<storage::AppendResult> r) {
-    if (r.ok()) {
-      notify_waiters();
-      (*cb)(ok_status());
-    } else {
-      failed->store(true);
-      (*cb)(r.error());
-    }
-  });
-  if (failed->load()) return;  // refused at once: nothing stored, state unchanged
+  const int64_t first = open_txns_[producer_id];
+  stream_->append(
+      base, 1, bytes,
+      [this, stage, cb, producer_id, first, commit](Result<storage::AppendResult> r) {
+        if (r.ok()) {
+          notify_waiters();
+          (*cb)(ok_status());
+          return;
+        }
+        int expected = 0;
+        if (!stage->compare_exchange_strong(expected, 2)) {
+          // Failed after the transaction was closed in memory: reopen it, so
+          // that the coordinator's retry writes the marker again.
+          std::lock_guard relock(mu_);
+          open_txns_.try_emplace(producer_id, first);
+          if (!commit && !aborted_.empty() && aborted_.back().producer_id == producer_id) {
+            aborted_.pop_back();
+          }
+        }
+        (*cb)(r.error());
+      });
+  int expected = 0;
+  if (!stage->compare_exchange_strong(expected, 1)) return;  // refused at once: state unchanged
   index_batch(base, base + 1, static_cast<int64_t>(bytes.size()), ts, base);
   coordinator_epochs_[producer_id] = coordinator_epoch;
   apply_marker(producer_id, epoch, commit, base);

@@ -575,6 +575,18 @@ ErrorCode TxnCoordinator::verify(int64_t producer_id, int16_t epoch, const TxnTo
   return ErrorCode::kNone;
 }
 
+bool TxnCoordinator::has_pending_offsets(const std::string& group, const std::string& topic,
+                                         int32_t partition) const {
+  std::lock_guard lock(mu_);
+  const TxnTopicPartition tp{topic, partition};
+  for (const auto& [tid, m] : txns_) {
+    if (m.state != TxnState::kOngoing && !is_prepare(m.state)) continue;
+    auto g = m.groups.find(group);
+    if (g != m.groups.end() && g->second.contains(tp)) return true;
+  }
+  return false;
+}
+
 int TxnCoordinator::abort_expired() {
   std::vector<std::string> expired;
   {

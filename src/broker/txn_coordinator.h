@@ -154,6 +154,11 @@ class TxnCoordinator {
   // at this epoch? Never blocks (memory only).
   protocol::ErrorCode verify(int64_t producer_id, int16_t epoch, const TxnTopicPartition& tp);
 
+  // KIP-447: does an unfinished transaction hold TxnOffsetCommit offsets of this group for
+  // this partition? (OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT then.)
+  bool has_pending_offsets(const std::string& group, const std::string& topic,
+                           int32_t partition) const;
+
   // Aborts every Ongoing transaction older than its timeout (epoch bumped); returns how many.
   int abort_expired();
 

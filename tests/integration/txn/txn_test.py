@@ -292,6 +292,28 @@ def case_kafka_transactions_tool(tmp):
         b.stop()
 
 
+def case_java_transactional_producer(tmp):
+    """The Java client (Kafka 4.1.2's kafka-producer-perf-test with --transactional-id and
+    200 ms transactions) commits every record; read_committed readers see each once."""
+    import subprocess
+    b = Broker(os.path.join(tmp, "data"))
+    try:
+        create_topic(b, "jt", 2)
+        script = os.path.join(os.environ.get("SHALE_SOURCE_DIR", "."), "scripts", "kafka")
+        r = subprocess.run([script, "tool", "kafka-producer-perf-test", "--topic", "jt",
+                            "--num-records", "3000", "--record-size", "40", "--throughput",
+                            "3000", "--producer-props", "bootstrap.servers=" + b.bootstrap,
+                            "--transactional-id", "java-tx", "--transaction-duration-ms", "200"],
+                           capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, (r.stdout, r.stderr, b.log())
+        assert "3000 records sent" in r.stdout, r.stdout
+        assert len(read_all(b, "jt", "read_committed", expect=3000)) == 3000
+        out = kafka_tool(b, "kafka-transactions", "describe", "--transactional-id", "java-tx")
+        assert "CompleteCommit" in out, out
+    finally:
+        b.stop()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":
