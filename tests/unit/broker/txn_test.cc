@@ -3,8 +3,11 @@
 // read_committed Fetch and ListOffsets), recovery from every persisted coordinator state, and
 // the side-data snapshot carrying open and aborted transactions.
 #include <chrono>
+#include <future>
 #include <thread>
 
+#include "base/crc32c.h"
+#include "base/endian.h"
 #include "broker/partition_snapshot.h"
 #include "broker/txn_coordinator.h"
 #include "broker/txn_handlers.h"
@@ -125,6 +128,21 @@ TEST_F(Txn, LastStableOffsetAndAbortedTransactions) {
   EXPECT_EQ(pd.last_stable_offset, 3);
   EXPECT_EQ(offsets_in(*pd.records), (std::vector<int64_t>{0, 1, 2}));
   EXPECT_EQ(offsets_in(*fetch("t", 0, 0).responses[0].partitions[0].records).size(), 5u);
+  {
+    // ListOffsets latest: the LSO for read_committed, the high watermark otherwise.
+    for (int8_t iso : {0, 1}) {
+      protocol::ListOffsetsRequest req;
+      req.replica_id = -1;
+      req.isolation_level = iso;
+      auto& lt = req.topics.emplace_back();
+      lt.name = "t";
+      auto& lp = lt.partitions.emplace_back();
+      lp.partition_index = 0;
+      lp.timestamp = -1;
+      auto lr = run(handle_list_offsets(*broker_, 7, std::move(req)));
+      EXPECT_EQ(lr.topics[0].partitions[0].offset, iso == 1 ? 3 : 5);
+    }
+  }
   auto at_lso = fetch_committed("t", 0, 3);
   EXPECT_EQ(at_lso.responses[0].partitions[0].error_code, 0);
   EXPECT_TRUE(offsets_in(*at_lso.responses[0].partitions[0].records).empty());
@@ -161,6 +179,47 @@ TEST_F(Txn, LastStableOffsetAndAbortedTransactions) {
   std::string key;
   ASSERT_TRUE((*mb)->for_each_record([&](const protocol::RecordView& v) { key = *v.key; }).ok());
   EXPECT_EQ(key, std::string("\0\0\0\1", 4));
+}
+
+// EndTxn is answered only once every marker is durable; a refused marker append is retried
+// and the transaction completes exactly once.
+TEST_F(Txn, EndTxnWaitsForDurableMarkersAndRetriesRefusedOnes) {
+  create_topic("t", 1);
+  auto p = init("dm");
+  ASSERT_EQ(add("dm", p, "t", 0), ErrorCode::kNone);
+  ASSERT_EQ(produce_code("t", 0, txn_batch(2, p.producer_id, p.producer_epoch, 0)), 0);
+  auto pt = part("t", 0);
+  // Held: the marker is in flight, not durable, so EndTxn waits.
+  fake_->hold_appends(true);
+  auto held = std::async(std::launch::async,
+                         [&] { return tc().end_txn("dm", p.producer_id, p.producer_epoch, true); });
+  EXPECT_EQ(held.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(tc().describe({"dm"})[0].meta.state, TxnState::kPrepareCommit);
+  // A snapshot taken now still lists the transaction as open: its marker is not durable.
+  EXPECT_EQ(pt->snapshot().open_txns,
+            (std::vector<std::pair<int64_t, int64_t>>{{p.producer_id, 0}}));
+  EXPECT_EQ(tc().end_txn("dm", p.producer_id, p.producer_epoch, true),
+            ErrorCode::kConcurrentTransactions);
+  fake_->hold_appends(false);
+  fake_->release_held();
+  EXPECT_EQ(held.get(), ErrorCode::kNone);
+  EXPECT_EQ(pt->high_watermark(), 3);
+  EXPECT_EQ(pt->last_stable_offset(), 3);
+  // Refused: retried until the engine accepts it; one marker in the end.
+  ASSERT_EQ(add("dm", p, "t", 0), ErrorCode::kNone);
+  ASSERT_EQ(produce_code("t", 0, txn_batch(1, p.producer_id, p.producer_epoch, 2)), 0);  // 3
+  fake_->refuse_appends(true);
+  auto refused = std::async(std::launch::async, [&] {
+    return tc().end_txn("dm", p.producer_id, p.producer_epoch, false);
+  });
+  EXPECT_EQ(refused.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  EXPECT_EQ(pt->last_stable_offset(), 3);
+  EXPECT_TRUE(pt->has_open_txn(p.producer_id));
+  fake_->refuse_appends(false);
+  EXPECT_EQ(refused.get(), ErrorCode::kNone);
+  EXPECT_EQ(pt->high_watermark(), 5);
+  EXPECT_EQ(pt->last_stable_offset(), 5);
+  EXPECT_EQ(pt->aborted_txns(0, 100), (std::vector<AbortedTxn>{{p.producer_id, 3, 4}}));
 }
 
 TEST_F(Txn, OpenAndAbortedTransactionsSurviveRestartWithAndWithoutSnapshot) {
@@ -300,6 +359,25 @@ TEST_F(Txn, ListAndDescribe) {
   auto d = tc().describe({"ld", "missing"});
   EXPECT_EQ(d[0].meta.partitions.size(), 1u);
   EXPECT_EQ(d[1].error, ErrorCode::kTransactionalIdNotFound);
+}
+
+// Version 1 snapshots (before transactions) are still read.
+TEST(TxnSnapshot, Version1IsStillRead) {
+  PartitionSnapshot s;
+  s.covered_end = 10;
+  s.producers.push_back({5, 1, {{0, 3, 2, 5, 1000}}});
+  std::string v2 = s.encode();
+  // Version 2 ends with the two (empty) transaction counts before the CRC.
+  std::string body = v2.substr(0, v2.size() - 4 - 2);
+  body[0] = 1;
+  uint8_t crc[4];
+  be::store32(crc, crc32c::value(body.data(), body.size()));
+  body.append(reinterpret_cast<const char*>(crc), 4);
+  auto d = PartitionSnapshot::decode(body);
+  ASSERT_TRUE(d.ok()) << d.error().message;
+  EXPECT_EQ(d->covered_end, 10);
+  ASSERT_EQ(d->producers.size(), 1u);
+  EXPECT_TRUE(d->open_txns.empty());
 }
 
 TEST(TxnRecord, EncodeDecodeRoundTripAndRejectsGarbage) {
