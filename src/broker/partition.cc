@@ -399,7 +399,8 @@ int64_t Partition::last_stable_offset() const {
   std::lock_guard lock(mu_);
   int64_t lso = stream_->end_offset();
   for (const auto& [pid, first] : open_txns_) lso = std::min(lso, first);
-  return lso;
+  // Retention may have removed the start of an open transaction: never below the log start.
+  return std::max(lso, stream_->start_offset());
 }
 
 std::vector<AbortedTxn> Partition::aborted_txns(int64_t from, int64_t upper) const {

@@ -125,7 +125,7 @@ class Partition {
   void append_marker(int64_t producer_id, int16_t epoch, bool commit, int32_t coordinator_epoch,
                      std::function<void(Status)> done);
   // First offset not yet decided (the first offset of the oldest open transaction), at most
-  // the high watermark.
+  // the high watermark and at least the log start offset.
   int64_t last_stable_offset() const;
   // Aborted transactions overlapping [from, upper): Fetch's aborted_transactions.
   std::vector<AbortedTxn> aborted_txns(int64_t from, int64_t upper) const;

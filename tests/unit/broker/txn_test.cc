@@ -222,6 +222,20 @@ TEST_F(Txn, EndTxnWaitsForDurableMarkersAndRetriesRefusedOnes) {
   EXPECT_EQ(pt->aborted_txns(0, 100), (std::vector<AbortedTxn>{{p.producer_id, 3, 4}}));
 }
 
+// Retention (or DeleteRecords) past the start of an open transaction: the LSO stays at or
+// above the log start, so read_committed readers are not stuck below it.
+TEST_F(Txn, LastStableOffsetIsNeverBelowTheLogStart) {
+  create_topic("t", 1);
+  auto p = init("lt");
+  ASSERT_EQ(add("lt", p, "t", 0), ErrorCode::kNone);
+  ASSERT_EQ(produce_code("t", 0, txn_batch(2, p.producer_id, p.producer_epoch, 0)), 0);    // 0-1
+  ASSERT_EQ(produce("t", 0, batch(2)).responses[0].partition_responses[0].error_code, 0);  // 2-3
+  auto pt = part("t", 0);
+  EXPECT_EQ(pt->last_stable_offset(), 0);
+  ASSERT_TRUE(pt->stream()->trim(2).ok());
+  EXPECT_EQ(pt->last_stable_offset(), 2);
+}
+
 TEST_F(Txn, OpenAndAbortedTransactionsSurviveRestartWithAndWithoutSnapshot) {
   create_topic("t", 1);
   auto p = init("rs");
