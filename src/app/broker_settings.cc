@@ -12,6 +12,9 @@ void apply_broker_settings(const Config& cfg, broker::BrokerConfig& bc) {
   bc.retention_check_interval_ms = cfg.get_long("log.retention.check.interval.ms");
   bc.snapshot_interval_batches = cfg.get_long("shale.partition.snapshot.interval.batches");
   bc.snapshot_interval_ms = cfg.get_long("shale.partition.snapshot.interval.ms");
+  bc.txn_max_timeout_ms = cfg.get_int("transaction.max.timeout.ms");
+  bc.txn_abort_check_interval_ms =
+      cfg.get_long("transaction.abort.timed.out.transaction.cleanup.interval.ms");
   auto& d = bc.topic_defaults;
   d.timestamp_before_max_ms = cfg.get_long("log.message.timestamp.before.max.ms");
   d.timestamp_after_max_ms = cfg.get_long("log.message.timestamp.after.max.ms");

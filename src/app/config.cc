@@ -307,6 +307,15 @@ const std::vector<ConfigKey> kKeys = {
     {"offset.metadata.max.bytes", ConfigType::kInt, "4096", "Groups",
      "Longest metadata string accepted with a committed offset (OFFSET_METADATA_TOO_LARGE).", 0,
      INT32_MAX},
+    // --- Transactions (Kafka's names and defaults) ---
+    {"transaction.max.timeout.ms", ConfigType::kInt, "900000", "Transactions",
+     "Longest transaction.timeout.ms a producer may ask for (INVALID_TRANSACTION_TIMEOUT above).",
+     1, INT32_MAX},
+    {"transaction.abort.timed.out.transaction.cleanup.interval.ms", ConfigType::kLong, "10000",
+     "Transactions",
+     "How often the transaction coordinator looks for transactions older than their timeout "
+     "and aborts them (bumping the producer's epoch).",
+     1, INT64_MAX},
     // --- Storage (AutoMQ's names) ---
     {"s3.data.buckets", ConfigType::kList, "0@file://${data.dir}/objects", "Storage",
      "Where objects go: comma-separated <id>@<scheme>://<location>, scheme file (a POSIX "

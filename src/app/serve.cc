@@ -37,6 +37,7 @@
 #include "broker/dispatcher.h"
 #include "broker/group_service.h"
 #include "broker/ownership.h"
+#include "broker/txn_handlers.h"
 #include "cluster/identity.h"
 #include "cluster/member.h"
 #include "http/server.h"
@@ -583,6 +584,24 @@ int serve_main(int argc, char** argv) {
       }
     });
     ownership->kick();
+  }
+  // Transactions: committed transactions make their offsets visible in the group coordinator;
+  // start() finishes any transaction a crash interrupted after its Prepare record.
+  broker.txn().set_commit_offsets(
+      [gc = &groups.coordinator()](const std::string& group, const auto& offsets) {
+        return broker::commit_txn_offsets(*gc, group, offsets);
+      });
+  groups.handlers().set_pending_txn_offsets(
+      [tc = &broker.txn()](const std::string& g, const std::string& t, int32_t p) {
+        return tc->has_pending_offsets(g, t, p);
+      });
+  if (ownership) {
+    // Not yet: markers for partitions on other brokers need WriteTxnMarkers between brokers.
+    groups.handlers().set_transactions_unavailable(
+        "transactions are not available in cluster mode yet (docs/transactions.md)");
+    spdlog::warn("cluster mode: transactional producers are refused (not yet supported)");
+  } else if (auto st = broker.txn().start(); !st.ok()) {
+    return fail("loading transactions: " + st.error().to_string());
   }
   pool.start();
   server.start();

@@ -264,12 +264,20 @@ asio::awaitable<protocol::CreatePartitionsResponse> handle_create_partitions(
 
 asio::awaitable<protocol::InitProducerIdResponse> handle_init_producer_id(
     Broker& b, int16_t version, protocol::InitProducerIdRequest req) {
-  (void)version;
   protocol::InitProducerIdResponse resp;
   if (req.transactional_id && !req.transactional_id->empty()) {
-    // Transactions are not supported yet: their APIs are not advertised, so a transactional id
-    // is refused.
-    resp.error_code = static_cast<int16_t>(ErrorCode::kInvalidRequest);
+    // The transaction coordinator (txn_coordinator.h): epoch bump, zombie fencing.
+    const auto* r = &req;
+    TxnInitResult res = co_await b.blocking([&b, r] {
+      return b.txn().init_producer_id(*r->transactional_id, r->transaction_timeout_ms,
+                                      r->producer_id, r->producer_epoch);
+    });
+    // PRODUCER_FENCED exists from v4 (KIP-588); older clients know INVALID_PRODUCER_EPOCH.
+    ErrorCode e = res.error;
+    if (e == ErrorCode::kProducerFenced && version < 4) e = ErrorCode::kInvalidProducerEpoch;
+    resp.error_code = static_cast<int16_t>(e);
+    resp.producer_id = res.producer_id;
+    resp.producer_epoch = res.producer_epoch;
     co_return resp;
   }
   // As Kafka does for idempotent producers: a fresh id with epoch 0 every time, also when the

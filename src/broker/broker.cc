@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 
@@ -14,7 +16,28 @@ Broker::Broker(BrokerConfig cfg, storage::Engine* engine, meta::MetaStore* meta)
       topics_(engine, meta, cfg_.ns, cfg_.topic_defaults),
       producer_ids_(meta, cfg_.ns),
       sessions_(cfg_.max_fetch_sessions),
-      workers_(static_cast<size_t>(cfg_.worker_threads > 0 ? cfg_.worker_threads : 1)) {}
+      workers_(static_cast<size_t>(cfg_.worker_threads > 0 ? cfg_.worker_threads : 1)) {
+  TxnCoordinatorConfig tc;
+  tc.ns = cfg_.ns;
+  tc.max_timeout_ms = cfg_.txn_max_timeout_ms;
+  tc.abort_check_interval_ms = cfg_.txn_abort_check_interval_ms;
+  TxnHooks hooks;
+  hooks.write_marker = [this](const TxnTopicPartition& tp, int64_t pid, int16_t epoch, bool commit,
+                              int32_t coordinator_epoch) -> Status {
+    auto part = topics_.partition(tp.topic, tp.partition);
+    if (!part || part->deleted()) return ok_status();  // nothing left to mark
+    auto p = std::make_shared<std::promise<Status>>();
+    auto f = p->get_future();
+    part->append_marker(pid, epoch, commit, coordinator_epoch,
+                        [p](Status st) { p->set_value(std::move(st)); });
+    return f.get();
+  };
+  hooks.partition_exists = [this](const TxnTopicPartition& tp) {
+    return topics_.partition(tp.topic, tp.partition) != nullptr;
+  };
+  hooks.allocate_producer_id = [this] { return producer_ids_.allocate(); };
+  txn_ = std::make_unique<TxnCoordinator>(std::move(tc), meta_, std::move(hooks));
+}
 
 Broker::~Broker() { stop(); }
 
@@ -124,6 +147,7 @@ void Broker::stop() {
   }
   retention_cv_.notify_all();
   if (retention_thread_.joinable()) retention_thread_.join();
+  txn_->stop();
   workers_.join();
   // After the network has stopped no new batches arrive: snapshot what is durable so the next
   // start replays (almost) nothing.

@@ -27,6 +27,7 @@
 #include "broker/producer_ids.h"
 #include "broker/topic_config.h"
 #include "broker/topic_manager.h"
+#include "broker/txn_coordinator.h"
 
 namespace shale::broker {
 
@@ -60,6 +61,9 @@ struct BrokerConfig {
   // that trigger. Every partition is also snapshotted by stop().
   int64_t snapshot_interval_batches = 10000;  // shale.partition.snapshot.interval.batches
   int64_t snapshot_interval_ms = 60000;       // shale.partition.snapshot.interval.ms
+  int32_t txn_max_timeout_ms = 900000;        // transaction.max.timeout.ms
+  // transaction.abort.timed.out.transaction.cleanup.interval.ms
+  int64_t txn_abort_check_interval_ms = 10000;
 };
 
 class Broker {
@@ -84,6 +88,9 @@ class Broker {
   TopicManager& topics() { return topics_; }
   ProducerIdManager& producer_ids() { return producer_ids_; }
   FetchSessionCache& fetch_sessions() { return sessions_; }
+  // The transaction coordinator (txn_coordinator.h). Not started by start(): `shale serve`
+  // starts it once the group coordinator exists (recovery may commit offsets).
+  TxnCoordinator& txn() { return *txn_; }
   asio::thread_pool& workers() { return workers_; }
 
   // The acknowledgement gate: produce answers NOT_LEADER_OR_FOLLOWER (retriable) instead of
@@ -125,6 +132,7 @@ class Broker {
   TopicManager topics_;
   ProducerIdManager producer_ids_;
   FetchSessionCache sessions_;
+  std::unique_ptr<TxnCoordinator> txn_;
   asio::thread_pool workers_;
   bool stopped_ = false;
   std::function<bool()> ack_gate_;

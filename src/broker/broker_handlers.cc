@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "broker/handlers.h"
+#include "broker/txn_handlers.h"
 
 namespace shale::broker {
 namespace {
@@ -74,6 +75,16 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<ElectLeadersRequest, ElectLeadersResponse>(d, b, 0, 2, &handle_elect_leaders);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, 1, &handle_incremental_alter_configs);
+  // Transactions (txn_handlers.h): the forms before KIP-890 part 2.
+  add<AddPartitionsToTxnRequest, AddPartitionsToTxnResponse>(d, b, 0, 3,
+                                                             &handle_add_partitions_to_txn);
+  add<AddOffsetsToTxnRequest, AddOffsetsToTxnResponse>(d, b, 0, 4, &handle_add_offsets_to_txn);
+  add<TxnOffsetCommitRequest, TxnOffsetCommitResponse>(d, b, 0, 4, &handle_txn_offset_commit);
+  add<EndTxnRequest, EndTxnResponse>(d, b, 0, 4, &handle_end_txn);
+  add<DescribeTransactionsRequest, DescribeTransactionsResponse>(d, b, 0, 0,
+                                                                 &handle_describe_transactions);
+  add<ListTransactionsRequest, ListTransactionsResponse>(d, b, 0, 2, &handle_list_transactions);
+  add<DescribeProducersRequest, DescribeProducersResponse>(d, b, 0, 0, &handle_describe_producers);
 }
 
 }  // namespace shale::broker

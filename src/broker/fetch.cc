@@ -32,6 +32,8 @@ struct Got {
   ErrorCode error = ErrorCode::kNone;
   int64_t hw = -1;
   int64_t log_start = -1;
+  int64_t lso = -1;
+  std::vector<AbortedTxn> aborted;  // read_committed only
   std::optional<Buffer> records;
   size_t bytes = 0;
 };
@@ -46,7 +48,10 @@ Buffer concat(const std::vector<storage::StreamRecord>& recs, size_t n) {
 }
 
 // Reads one partition within `budget` bytes (at least one batch when `first` is true).
-asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, bool first) {
+// read_committed (`committed`) reads only up to the last stable offset and lists the aborted
+// transactions of what it returns.
+asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, bool first,
+                                    bool committed) {
   Got g;
   if (w.error != ErrorCode::kNone) {
     g.error = w.error;
@@ -61,13 +66,15 @@ asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, boo
     g.error = ErrorCode::kNotLeaderOrFollower;
     co_return g;
   }
+  g.lso = part->last_stable_offset();
   g.hw = part->high_watermark();
   g.log_start = part->log_start_offset();
   if (w.offset < g.log_start || w.offset > g.hw) {
     g.error = ErrorCode::kOffsetOutOfRange;
     co_return g;
   }
-  if (w.offset == g.hw || (budget == 0 && !first) || w.max_bytes <= 0) {
+  const int64_t upper = committed ? std::min(g.lso, g.hw) : g.hw;
+  if (w.offset >= upper || (budget == 0 && !first) || w.max_bytes <= 0) {
     g.records = Buffer();
     co_return g;
   }
@@ -87,6 +94,7 @@ asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, boo
   size_t bytes = 0;
   for (const auto& rec : *r) {
     if (rec.end_offset() <= w.offset) continue;
+    if (rec.base_offset >= upper) break;
     if (bytes + rec.payload.size() > limit && !(first && n == 0)) break;
     bytes += rec.payload.size();
     ++n;
@@ -100,6 +108,8 @@ asio::awaitable<Got> read_partition(Broker& b, const Want& w, size_t budget, boo
   }
   g.records = kept.empty() ? Buffer() : concat(kept, kept.size());
   g.bytes = bytes;
+  if (committed && !kept.empty())
+    g.aborted = part->aborted_txns(w.offset, kept.back().end_offset());
   co_return g;
 }
 
@@ -194,6 +204,7 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     }
   }
 
+  const bool read_committed = version >= 4 && req.isolation_level == 1;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(std::max(0, req.max_wait_ms));
   const size_t max_bytes = req.max_bytes > 0 ? static_cast<size_t>(req.max_bytes) : 0;
@@ -208,7 +219,8 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     size_t total = 0;
     bool any_error = !errors.empty();
     for (const auto& w : wants) {
-      Got g = co_await read_partition(b, w, max_bytes > total ? max_bytes - total : 0, total == 0);
+      Got g = co_await read_partition(b, w, max_bytes > total ? max_bytes - total : 0, total == 0,
+                                      read_committed);
       total += g.bytes;
       any_error = any_error || g.error != ErrorCode::kNone;
       got.push_back(std::move(g));
@@ -239,7 +251,20 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     pd.partition_index = w.partition;
     pd.error_code = static_cast<int16_t>(g.error);
     pd.high_watermark = g.hw;
-    pd.last_stable_offset = g.hw;
+    pd.last_stable_offset = g.lso;
+    if (read_committed) {
+      // Kafka sends null when there is nothing to report.
+      if (g.aborted.empty()) {
+        pd.aborted_transactions = std::nullopt;
+      } else {
+        pd.aborted_transactions.emplace();
+        for (const auto& a : g.aborted) {
+          auto& at = pd.aborted_transactions->emplace_back();
+          at.producer_id = a.producer_id;
+          at.first_offset = a.first_offset;
+        }
+      }
+    }
     if (version >= 5) pd.log_start_offset = g.log_start;
     pd.records = g.records ? *g.records : Buffer();
     if (g.records && !g.records->empty()) {
@@ -265,7 +290,7 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     }
     add(w, g);
   }
-  for (const auto& w : errors) add(w, Got{w.error, -1, -1, Buffer(), 0});
+  for (const auto& w : errors) add(w, Got{w.error, -1, -1, -1, {}, Buffer(), 0});
   co_return resp;
 }
 

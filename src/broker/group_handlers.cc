@@ -175,10 +175,21 @@ asio::awaitable<protocol::FindCoordinatorResponse> GroupHandlers::find_coordinat
         coords.push_back(std::move(c));
       }
     }
+  } else if (key_type == kCoordinatorKeyTransaction && !txn_unavailable_.empty()) {
+    for (auto& k : keys)
+      coords.push_back(fail(std::move(k), err::kCoordinatorNotAvailable, txn_unavailable_));
   } else if (key_type == kCoordinatorKeyTransaction) {
-    for (auto& k : keys) {
-      coords.push_back(fail(std::move(k), err::kCoordinatorNotAvailable,
-                            "transactions are not supported by this broker"));
+    // The transaction coordinator (broker/txn_coordinator.h) runs on the same broker as the
+    // group coordinator: the same endpoint answers.
+    for (auto& ci : coordinator_.find_coordinator(kCoordinatorKeyGroup, keys)) {
+      Coord c;
+      c.key = std::move(ci.key);
+      c.node_id = ci.node_id;
+      c.host = std::move(ci.host);
+      c.port = ci.port;
+      c.error_code = ci.error_code;
+      c.error_message = std::move(ci.error_message);
+      coords.push_back(std::move(c));
     }
   } else {
     for (auto& k : keys) {
@@ -421,8 +432,22 @@ asio::awaitable<protocol::OffsetFetchResponse> GroupHandlers::offset_fetch(
     f.groups.push_back(std::move(fg));
   }
 
-  group::FetchResult r =
-      co_await blocking([this, p = &f] { return coordinator_.fetch_offsets(*p); });
+  group::FetchResult r = co_await blocking([this, p = &f] {
+    group::FetchResult res = coordinator_.fetch_offsets(*p);
+    if (p->require_stable && pending_txn_offsets_) {
+      for (auto& g : res.groups) {
+        for (auto& t : g.topics) {
+          for (auto& pp : t.partitions) {
+            if (pending_txn_offsets_(g.group_id, t.name, pp.partition)) {
+              pp.error_code = err::kUnstableOffsetCommit;
+              pp.offset = -1;
+            }
+          }
+        }
+      }
+    }
+    return res;
+  });
 
   // Kafka's GroupCoordinatorService answers INVALID_GROUP_ID for an empty group id.
   for (auto& g : r.groups) {

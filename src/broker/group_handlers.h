@@ -84,6 +84,14 @@ class GroupHandlers {
   GroupHandlers(group::Coordinator& coordinator, asio::thread_pool& workers,
                 PartitionExists partition_exists, std::function<void()> on_call = nullptr);
 
+  // KIP-447: does a transaction hold pending (TxnOffsetCommit) offsets of this group for this
+  // partition? OffsetFetch with require_stable then answers UNSTABLE_OFFSET_COMMIT for it. May
+  // block; called on a worker thread. Set before serving (shale serve: the transaction
+  // coordinator).
+  using PendingTxnOffsets =
+      std::function<bool(const std::string& group, const std::string& topic, int32_t partition)>;
+  void set_pending_txn_offsets(PendingTxnOffsets fn) { pending_txn_offsets_ = std::move(fn); }
+
   asio::awaitable<protocol::FindCoordinatorResponse> find_coordinator(
       GroupRequestInfo info, protocol::FindCoordinatorRequest req);
   // Cluster mode: where group coordination runs when not here (node id, host, port), or
@@ -94,6 +102,10 @@ class GroupHandlers {
     int32_t port = -1;
   };
   void set_locator(std::function<std::optional<RemoteCoordinator>()> f) { locator_ = std::move(f); }
+  // FindCoordinator for transactions answers COORDINATOR_NOT_AVAILABLE with this message when
+  // set (cluster mode: the transaction coordinator writes its markers only into partitions of
+  // its own broker, so it does not run there yet). Set before serving.
+  void set_transactions_unavailable(std::string why) { txn_unavailable_ = std::move(why); }
   asio::awaitable<protocol::JoinGroupResponse> join_group(GroupRequestInfo info,
                                                           protocol::JoinGroupRequest req);
   asio::awaitable<protocol::SyncGroupResponse> sync_group(GroupRequestInfo info,
@@ -117,6 +129,7 @@ class GroupHandlers {
 
  private:
   std::function<std::optional<RemoteCoordinator>()> locator_;
+  std::string txn_unavailable_;
   // Runs fn() on the worker pool, then on_call_, and resumes on the caller's executor.
   // fn must capture only `this` and pointers into the awaiting coroutine's frame (which lives
   // until the result arrives): GCC 12 miscompiles lambda temporaries with non-trivial
@@ -135,6 +148,7 @@ class GroupHandlers {
   asio::thread_pool& workers_;
   PartitionExists partition_exists_;
   std::function<void()> on_call_;
+  PendingTxnOffsets pending_txn_offsets_;
 };
 
 // Registers every group API with a dispatcher that has Kafka's handler registry

@@ -93,7 +93,9 @@ asio::awaitable<protocol::ListOffsetsResponse> handle_list_offsets(
       if (version >= 4) pr.leader_epoch = part->leader_epoch();
       switch (rp.timestamp) {
         case kLatest:
-          pr.offset = part->high_watermark();
+          // read_committed (isolation level 1) ends at the last stable offset.
+          pr.offset =
+              req.isolation_level == 1 ? part->last_stable_offset() : part->high_watermark();
           break;
         case kEarliest:
         case kEarliestLocal:

@@ -1,6 +1,7 @@
 #include "broker/partition.h"
 
 #include <algorithm>
+#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <future>
@@ -185,7 +186,44 @@ void Partition::restore(const PartitionSnapshot& s) {
     e.batches.assign(p.batches.begin(), p.batches.end());
     producers_.restore(p.producer_id, std::move(e));
   }
+  open_txns_.clear();
+  for (const auto& [pid, first] : s.open_txns) open_txns_[pid] = first;
+  aborted_.clear();
+  for (const auto& a : s.aborted_txns)
+    aborted_.push_back({a.producer_id, a.first_offset, a.last_offset});
 }
+
+void Partition::apply_marker(int64_t producer_id, int16_t epoch, bool commit, int64_t offset) {
+  producers_.bump_epoch(producer_id, epoch);
+  auto it = open_txns_.find(producer_id);
+  if (it == open_txns_.end()) return;
+  if (!commit) aborted_.push_back({producer_id, it->second, offset});
+  recently_closed_.push_back({producer_id, it->second, offset});
+  open_txns_.erase(it);
+  const int64_t durable = stream_->end_offset();
+  while (!recently_closed_.empty() && recently_closed_.front().last_offset < durable) {
+    recently_closed_.pop_front();
+  }
+  const int64_t start = stream_->start_offset();
+  while (!aborted_.empty() && aborted_.front().last_offset < start) aborted_.pop_front();
+}
+
+namespace {
+
+// The control record of a marker: key = (version 0, type 0 abort / 1 commit), value =
+// (version 0, coordinator epoch), all big-endian (Kafka's EndTransactionMarker).
+std::optional<bool> marker_is_commit(const protocol::RecordBatch& batch) {
+  std::optional<bool> out;
+  (void)batch.for_each_record([&](const protocol::RecordView& v) {
+    if (out || !v.key || v.key->size() < 4) return;
+    const auto* k = reinterpret_cast<const uint8_t*>(v.key->data());
+    const int type = (k[2] << 8) | k[3];
+    if (type == 0 || type == 1) out = type == 1;
+  });
+  return out;
+}
+
+}  // namespace
 
 // Reads the stream from `offset` to its end once, feeding every batch header to the producer
 // state and the indexes. Batches are stored exactly as appended, so this reproduces the state
@@ -226,7 +264,12 @@ Status Partition::replay(int64_t offset) {
         }
         index_batch(h.base_offset, h.last_offset() + 1, static_cast<int64_t>(batch.bytes().size()),
                     max_ts, max_ts_offset);
-        if (h.producer_id >= 0) {
+        if (h.is_control()) {
+          if (auto commit = marker_is_commit(batch); commit && h.is_transactional()) {
+            apply_marker(h.producer_id, h.producer_epoch, *commit, h.base_offset);
+          }
+        } else if (h.producer_id >= 0) {
+          if (h.is_transactional()) open_txns_.try_emplace(h.producer_id, h.base_offset);
           ProducerBatch pb{
               h.base_sequence,
               static_cast<int32_t>(static_cast<int64_t>(h.base_sequence) + h.last_offset_delta),
@@ -281,7 +324,7 @@ struct AppendTracker {
 }  // namespace
 
 AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_append_time,
-                              std::function<void(Status)> done) {
+                              std::function<void(Status)> done, const TxnVerifier& verify) {
   AppendStart out;
   out.log_append_time = log_append_time;
   auto tracker = std::make_shared<AppendTracker>();
@@ -306,6 +349,16 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
       if (chk.duplicate) {
         if (out.base_offset < 0) out.base_offset = chk.duplicate->first_offset;
         continue;
+      }
+      if (h.is_transactional()) {
+        // KIP-890 part 1: the coordinator must know this partition is in the transaction,
+        // else a late batch could land after the transaction's marker.
+        const ErrorCode v =
+            verify ? verify(h.producer_id, h.producer_epoch) : ErrorCode::kInvalidTxnState;
+        if (v != ErrorCode::kNone) {
+          out.error = v;
+          break;
+        }
       }
       const int64_t base = stream_->next_offset();
       protocol::RecordBatch::Rewrite rw;
@@ -353,6 +406,7 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
       producers_.record(
           h.producer_id, h.producer_epoch,
           ProducerBatch{h.base_sequence, last_seq, base, base + h.last_offset_delta, ts});
+      if (h.is_transactional()) open_txns_.try_emplace(h.producer_id, base);
     }
   }
   std::function<void()> fin;
@@ -371,6 +425,114 @@ AppendStart Partition::append(std::vector<PreparedBatch>& batches, int64_t log_a
     }
   }
   if (fin) fin();
+  return out;
+}
+
+void Partition::append_marker(int64_t producer_id, int16_t epoch, bool commit,
+                              int32_t coordinator_epoch, std::function<void(Status)> done) {
+  std::unique_lock lock(mu_);
+  if (!open_txns_.contains(producer_id)) {
+    lock.unlock();
+    done(ok_status());
+    return;
+  }
+  const int64_t base = stream_->next_offset();
+  uint8_t key[4] = {0, 0, 0, static_cast<uint8_t>(commit ? 1 : 0)};
+  uint8_t value[6] = {0,
+                      0,
+                      static_cast<uint8_t>(static_cast<uint32_t>(coordinator_epoch) >> 24),
+                      static_cast<uint8_t>(static_cast<uint32_t>(coordinator_epoch) >> 16),
+                      static_cast<uint8_t>(static_cast<uint32_t>(coordinator_epoch) >> 8),
+                      static_cast<uint8_t>(static_cast<uint32_t>(coordinator_epoch))};
+  const int64_t ts = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  protocol::RecordBatchBuilder bb;
+  bb.base_offset(base)
+      .partition_leader_epoch(leader_epoch())
+      .producer(producer_id, epoch, -1)
+      .transactional(true)
+      .control(true)
+      .add(ts, std::string_view(reinterpret_cast<const char*>(key), sizeof(key)),
+           std::string_view(reinterpret_cast<const char*>(value), sizeof(value)));
+  Buffer bytes = bb.build();
+  // 0: in flight; 1: issued (state applied below); 2: refused before append() returned.
+  auto stage = std::make_shared<std::atomic<int>>(0);
+  auto cb = std::make_shared<std::function<void(Status)>>(std::move(done));
+  const int64_t first = open_txns_[producer_id];
+  stream_->append(
+      base, 1, bytes,
+      [this, stage, cb, producer_id, first, commit](Result<storage::AppendResult> r) {
+        if (r.ok()) {
+          notify_waiters();
+          (*cb)(ok_status());
+          return;
+        }
+        int expected = 0;
+        if (!stage->compare_exchange_strong(expected, 2)) {
+          // Failed after the transaction was closed in memory: reopen it, so
+          // that the coordinator's retry writes the marker again.
+          std::lock_guard relock(mu_);
+          open_txns_.try_emplace(producer_id, first);
+          if (!commit && !aborted_.empty() && aborted_.back().producer_id == producer_id) {
+            aborted_.pop_back();
+          }
+        }
+        (*cb)(r.error());
+      });
+  int expected = 0;
+  if (!stage->compare_exchange_strong(expected, 1)) return;  // refused at once: state unchanged
+  index_batch(base, base + 1, static_cast<int64_t>(bytes.size()), ts, base);
+  coordinator_epochs_[producer_id] = coordinator_epoch;
+  apply_marker(producer_id, epoch, commit, base);
+}
+
+int64_t Partition::last_stable_offset() const {
+  std::lock_guard lock(mu_);
+  int64_t lso = stream_->end_offset();
+  for (const auto& [pid, first] : open_txns_) lso = std::min(lso, first);
+  // Retention may have removed the start of an open transaction: never below the log start.
+  return std::max(lso, stream_->start_offset());
+}
+
+std::vector<AbortedTxn> Partition::aborted_txns(int64_t from, int64_t upper) const {
+  std::lock_guard lock(mu_);
+  std::vector<AbortedTxn> out;
+  auto it = std::lower_bound(aborted_.begin(), aborted_.end(), from,
+                             [](const AbortedTxn& a, int64_t o) { return a.last_offset < o; });
+  for (; it != aborted_.end(); ++it) {
+    if (it->first_offset < upper) out.push_back(*it);
+  }
+  return out;
+}
+
+bool Partition::has_open_txn(int64_t producer_id) const {
+  std::lock_guard lock(mu_);
+  return open_txns_.contains(producer_id);
+}
+
+std::vector<ProducerView> Partition::producers() const {
+  std::lock_guard lock(mu_);
+  std::vector<ProducerView> out;
+  for (const auto& [id, e] : producers_.entries()) {
+    ProducerView v;
+    v.producer_id = id;
+    v.epoch = e.epoch;
+    if (!e.batches.empty()) {
+      v.last_sequence = e.batches.back().last_seq;
+      v.last_timestamp = e.batches.back().timestamp;
+    }
+    if (auto it = open_txns_.find(id); it != open_txns_.end()) {
+      v.current_txn_start_offset = it->second;
+    }
+    if (auto it = coordinator_epochs_.find(id); it != coordinator_epochs_.end()) {
+      v.coordinator_epoch = it->second;
+    }
+    out.push_back(v);
+  }
+  std::sort(out.begin(), out.end(), [](const ProducerView& a, const ProducerView& b) {
+    return a.producer_id < b.producer_id;
+  });
   return out;
 }
 
@@ -483,6 +645,19 @@ PartitionSnapshot Partition::snapshot(size_t max_entries) const {
             [](const ProducerSnapshot& a, const ProducerSnapshot& b) {
               return a.producer_id < b.producer_id;
             });
+  std::map<int64_t, int64_t> open;
+  for (const auto& [pid, first] : open_txns_) {
+    if (first < covered) open[pid] = first;
+  }
+  for (const auto& c : recently_closed_) {
+    // Closed by a marker not yet durable: still open as of `covered`.
+    if (c.last_offset >= covered && c.first_offset < covered) open[c.producer_id] = c.first_offset;
+  }
+  s.open_txns.assign(open.begin(), open.end());
+  for (const auto& a : aborted_) {
+    if (a.last_offset < covered)
+      s.aborted_txns.push_back({a.producer_id, a.first_offset, a.last_offset});
+  }
   thin_time_index(s.time_index, max_entries);
   thin_size_index(s.sizes, max_entries);
   return s;

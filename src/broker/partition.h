@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -51,6 +52,30 @@ struct PreparedBatch {
   int64_t max_timestamp = -1;       // max record timestamp (CreateTime)
   int32_t max_timestamp_delta = 0;  // offset delta of the record holding it
 };
+
+// An aborted transaction of one partition, as Fetch (read_committed) reports it: its first
+// data offset and the offset of its abort marker.
+struct AbortedTxn {
+  int64_t producer_id = -1;
+  int64_t first_offset = -1;
+  int64_t last_offset = -1;  // the abort marker's offset
+  bool operator==(const AbortedTxn&) const = default;
+};
+
+// What DescribeProducers reports about one producer of a partition.
+struct ProducerView {
+  int64_t producer_id = -1;
+  int16_t epoch = -1;
+  int32_t last_sequence = -1;
+  int64_t last_timestamp = -1;
+  int64_t current_txn_start_offset = -1;
+  int32_t coordinator_epoch = -1;  // of the producer's last marker here
+};
+
+// Checks a transactional batch with the transaction coordinator (is this partition part of
+// the producer's ongoing transaction, at this epoch?). Called with the partition's mutex held,
+// so it must not call back into the partition.
+using TxnVerifier = std::function<protocol::ErrorCode(int64_t producer_id, int16_t epoch)>;
 
 struct AppendStart {
   protocol::ErrorCode error = protocol::ErrorCode::kNone;
@@ -106,8 +131,24 @@ class Partition {
 
   // Checks producer state, assigns offsets (rewriting each batch header in place) and issues
   // the appends. log_append_time >= 0 stamps the batches with it.
+  // Transactional batches are checked with `verify` first (none given: refused with
+  // INVALID_TXN_STATE) and open the producer's transaction on this partition.
   AppendStart append(std::vector<PreparedBatch>& batches, int64_t log_append_time,
+                     std::function<void(Status)> done, const TxnVerifier& verify = nullptr);
+
+  // Transactions (docs/transactions.md). Appends a control batch (Kafka's commit or abort
+  // marker) for the producer's transaction on this partition; `done` runs once it is durable.
+  // Nothing is appended (and `done` runs at once with ok) when the producer has no open
+  // transaction here (a retried marker after a crash, or a partition that got no data).
+  void append_marker(int64_t producer_id, int16_t epoch, bool commit, int32_t coordinator_epoch,
                      std::function<void(Status)> done);
+  // First offset not yet decided (the first offset of the oldest open transaction), at most
+  // the high watermark and at least the log start offset.
+  int64_t last_stable_offset() const;
+  // Aborted transactions overlapping [from, upper): Fetch's aborted_transactions.
+  std::vector<AbortedTxn> aborted_txns(int64_t from, int64_t upper) const;
+  bool has_open_txn(int64_t producer_id) const;
+  std::vector<ProducerView> producers() const;
 
   // Reads committed batches from `offset` (see storage::Stream::read).
   void read(int64_t offset, size_t max_bytes, storage::ReadCallback done);
@@ -148,6 +189,8 @@ class Partition {
   void index_batch(int64_t base, int64_t end, int64_t bytes, int64_t max_ts, int64_t max_ts_offset);
   Status replay(int64_t from);
   void restore(const PartitionSnapshot& s);
+  // A marker at `offset` closes the producer's open transaction (mu_ held).
+  void apply_marker(int64_t producer_id, int16_t epoch, bool commit, int64_t offset);
 
   const std::string topic_;
   const int32_t index_;
@@ -166,6 +209,12 @@ class Partition {
   int64_t max_ts_offset_ = -1;
   std::deque<SizeIndexEntry> sizes_;  // increasing offsets; front pruned below the log start
   int64_t sizes_cumulative_before_ = 0;
+  std::map<int64_t, int64_t> open_txns_;  // producer id -> first offset of its open transaction
+  std::deque<AbortedTxn> aborted_;        // by marker offset; front pruned below the log start
+  // Transactions closed by a marker that may not be durable yet: a snapshot must still list
+  // them as open (pruned once the marker is below the durable end).
+  std::deque<AbortedTxn> recently_closed_;
+  std::map<int64_t, int32_t> coordinator_epochs_;  // producer id -> its last marker's
   std::mutex snapshot_mu_;  // one write_snapshot() at a time (maintenance thread, stop, tests)
   std::atomic<int64_t> batches_since_snapshot_{0};
   std::atomic<int64_t> snapshot_time_ms_{0};

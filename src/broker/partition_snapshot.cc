@@ -103,6 +103,17 @@ std::string PartitionSnapshot::encode() const {
       o.sv(b.timestamp);
     }
   }
+  o.uv(open_txns.size());
+  for (const auto& [pid, first] : open_txns) {
+    o.sv(pid);
+    o.sv(first);
+  }
+  o.uv(aborted_txns.size());
+  for (const auto& a : aborted_txns) {
+    o.sv(a.producer_id);
+    o.sv(a.first_offset);
+    o.sv(a.last_offset - a.first_offset);
+  }
   std::string& s = o.str();
   uint8_t crc[4];
   be::store32(crc, crc32c::value(s.data(), s.size()));
@@ -119,7 +130,7 @@ Result<PartitionSnapshot> PartitionSnapshot::decode(const std::string& bytes) {
   PartitionSnapshot s;
   uint8_t version = 0;
   in.u8(version);
-  if (version != kPartitionSnapshotVersion) {
+  if (version != 1 && version != kPartitionSnapshotVersion) {
     return corrupt("unknown version " + std::to_string(version));
   }
   size_t n = 0;
@@ -162,6 +173,22 @@ Result<PartitionSnapshot> PartitionSnapshot::decode(const std::string& bytes) {
       p.batches.push_back({static_cast<int32_t>(fs), static_cast<int32_t>(ls), fo, fo + len, ts});
     }
     s.producers.push_back(std::move(p));
+  }
+  if (version >= 2) {
+    if (!in.count(n)) return corrupt("truncated transaction list");
+    for (size_t i = 0; i < n; ++i) {
+      int64_t pid = 0, first = 0;
+      if (!in.sv(pid) || !in.sv(first)) return corrupt("truncated open transaction");
+      s.open_txns.emplace_back(pid, first);
+    }
+    if (!in.count(n)) return corrupt("truncated aborted transaction list");
+    for (size_t i = 0; i < n; ++i) {
+      int64_t pid = 0, first = 0, len = 0;
+      if (!in.sv(pid) || !in.sv(first) || !in.sv(len)) {
+        return corrupt("truncated aborted transaction");
+      }
+      s.aborted_txns.push_back({pid, first, first + len});
+    }
   }
   if (!in.done()) return corrupt("trailing bytes");
   return s;

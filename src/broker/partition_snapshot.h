@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/result.h"
@@ -20,7 +21,8 @@
 namespace shale::broker {
 
 inline constexpr const char* kPartitionSnapshotKey = "broker.partition.snapshot";
-inline constexpr uint8_t kPartitionSnapshotVersion = 1;
+// Version 2 adds the open and aborted transactions; version 1 (none) is still read.
+inline constexpr uint8_t kPartitionSnapshotVersion = 2;
 
 // One entry per batch that raised the partition's maximum timestamp.
 struct TimeIndexEntry {
@@ -44,12 +46,23 @@ struct ProducerSnapshot {
   std::vector<ProducerBatch> batches;  // oldest first
 };
 
+struct AbortedTxnEntry {
+  int64_t producer_id;
+  int64_t first_offset;
+  int64_t last_offset;
+  bool operator==(const AbortedTxnEntry&) const = default;
+};
+
 struct PartitionSnapshot {
   int64_t covered_end = 0;
   std::vector<TimeIndexEntry> time_index;
   std::vector<SizeIndexEntry> sizes;
   int64_t sizes_cumulative_before = 0;      // cumulative_bytes just before sizes.front()
   std::vector<ProducerSnapshot> producers;  // ordered by producer id
+  // Transactions open at covered_end: (producer id, first offset), by producer id.
+  std::vector<std::pair<int64_t, int64_t>> open_txns;
+  // Aborted transactions whose marker lies below covered_end, by marker offset.
+  std::vector<AbortedTxnEntry> aborted_txns;
 
   std::string encode() const;
   static Result<PartitionSnapshot> decode(const std::string& bytes);

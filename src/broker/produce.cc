@@ -76,9 +76,9 @@ Prepared prepare(const std::optional<Buffer>& records, const TopicSettings& sett
       out.message = "Clients are not allowed to write control records";
       return out;
     }
-    if (h.is_transactional()) {
+    if (h.is_transactional() && h.producer_id < 0) {
       out.error = ErrorCode::kInvalidRecord;
-      out.message = "Transactional batches are not supported";
+      out.message = "Transactional batch without a producer id";
       return out;
     }
     PreparedBatch pb{batch, -1, 0};
@@ -288,10 +288,19 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
       const int64_t lat = topic->settings.log_append_time ? now_ms() : -1;
       auto result = std::make_shared<Status>();
       latch->add();
-      AppendStart st = part->append(prep.batches, lat, [latch, result](Status s) {
-        *result = std::move(s);
-        latch->count_down();
-      });
+      // Transactional batches: the coordinator must have this partition in the transaction.
+      TxnCoordinator* txn = &b.txn();
+      const int32_t pindex = pd.index;
+      TxnVerifier verify = [txn, &td, pindex](int64_t pid, int16_t epoch) {
+        return txn->verify(pid, epoch, TxnTopicPartition{td.name, pindex});
+      };
+      AppendStart st = part->append(
+          prep.batches, lat,
+          [latch, result](Status s) {
+            *result = std::move(s);
+            latch->count_down();
+          },
+          verify);
       if (!st.pending) latch->count_down();
       pr.error_code = static_cast<int16_t>(st.error);
       if (!st.message.empty()) pr.error_message = st.message;

@@ -60,4 +60,13 @@ void ProducerStateMap::record(int64_t producer_id, int16_t epoch, const Producer
   while (e.batches.size() > kProducerBatchesKept) e.batches.pop_front();
 }
 
+void ProducerStateMap::bump_epoch(int64_t producer_id, int16_t epoch) {
+  if (producer_id < 0) return;
+  ProducerEntry& e = producers_[producer_id];
+  if (epoch > e.epoch) {
+    e.epoch = epoch;
+    e.batches.clear();
+  }
+}
+
 }  // namespace shale::broker

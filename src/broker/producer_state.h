@@ -49,6 +49,9 @@ class ProducerStateMap {
                       int32_t last_seq) const;
   // Records an appended batch (after check() passed, or while replaying the log).
   void record(int64_t producer_id, int16_t epoch, const ProducerBatch& b);
+  // A transaction marker written with `epoch`: a newer epoch (the coordinator fenced the
+  // producer) replaces the entry's epoch and forgets its batches, as Kafka does.
+  void bump_epoch(int64_t producer_id, int16_t epoch);
   size_t size() const { return producers_.size(); }
   const ProducerEntry* find(int64_t producer_id) const;
   // Snapshots (partition_snapshot.h): every entry, and putting one back as it was.

@@ -889,7 +889,7 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
   ClassicGroup* g = find(req.group_id);
   bool created = false;
   if (!g) {
-    if (req.generation_id >= 0) {
+    if (req.generation_id >= 0 && !req.transactional) {
       // v9+ says the group is unknown; older clients only understand ILLEGAL_GENERATION.
       return fail_all(req.api_version >= 9 ? err::kGroupIdNotFound : err::kIllegalGeneration);
     }
@@ -899,7 +899,8 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
   auto drop_if_unused = [&] {
     if (created && !g->has_offsets()) erase_group(req.group_id);
   };
-  if (int16_t e = validate_offset_commit(*g, req); e != err::kNone) {
+  if (int16_t e = req.transactional ? err::kNone : validate_offset_commit(*g, req);
+      e != err::kNone) {
     drop_if_unused();
     return fail_all(e);
   }

@@ -156,6 +156,10 @@ struct CommitRequest {
   std::optional<std::string> group_instance_id;
   int64_t retention_time_ms = -1;  // v2-4; -1 = broker default
   std::vector<CommitTopic> topics;
+  // Set by the transaction coordinator when a transaction commits the offsets of its
+  // TxnOffsetCommit requests: no generation/member check (a transactional commit is fenced by
+  // the producer epoch instead), and the group need not have members.
+  bool transactional = false;
 };
 struct CommitResult {
   std::vector<TopicErrors> topics;

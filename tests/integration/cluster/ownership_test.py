@@ -176,6 +176,22 @@ def check_exactly_once(acked, got):
     print("%d acknowledged records read back exactly once, in order" % len(acked))
 
 
+def find_txn_coordinator(bootstrap):
+    """FindCoordinator v1 for a transactional id: (error code, message)."""
+    import struct
+    host, port = bootstrap.rsplit(":", 1)
+    cid = b"ownership-test"
+    key = b"tx-1"
+    body = struct.pack(">hhih", 10, 1, 7, len(cid)) + cid + struct.pack(">h", len(key)) + key
+    body += struct.pack(">b", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(body)) + body)
+        r = read_frame(s)
+    # correlation id, throttle_time_ms, error_code, error_message (nullable string)
+    _, _, code, n = struct.unpack(">iihh", r[:12])
+    return code, (r[12:12 + n].decode() if n >= 0 else None)
+
+
 def cluster(tmp):
     etcd = Etcd(tmp)
     objects = os.path.join(tmp, "objects")
@@ -196,6 +212,9 @@ def case_reassign_under_load(tmp):
             leaders(bs[2].bootstrap, "moves")), 20, "leaders for every partition")
         assert set(owners.values()) == {1, 2, 3}, owners
         print("placed: %s" % owners)
+        # Transactions are refused in cluster mode, plainly (COORDINATOR_NOT_AVAILABLE = 15).
+        code, msg = find_txn_coordinator(bs[2].bootstrap)
+        assert code == 15 and "cluster mode" in (msg or ""), (code, msg)
 
         # Refused without a change: an unknown broker, two replicas, an unknown partition.
         for bad, why in (([9], "InvalidReplicaAssignment|not a live broker|Unknown broker"),

@@ -378,8 +378,9 @@ def test_malformed_requests_keep_serving():
             "oversized": struct.pack(">i", 100001),
             "negative size": struct.pack(">i", -1),
             "unknown api key": kafka_request(4242, 0, 1),
-            # AddOffsetsToTxn: transactions are not served, so it has no handler.
-            "api without handler": kafka_request(25, 0, 1, b"\x00" * 20),
+            # WriteTxnMarkers: broker-to-broker (Shale's coordinator writes markers itself), so
+            # it has no handler.
+            "api without handler": kafka_request(27, 1, 1, b"\x00" * 20),
             "bad metadata version": kafka_request(3, 77, 1, flexible_header=True),
             "garbage body": kafka_request(3, 1, 1, b"\x00\x00\x00\x09\xff"),
             "garbage header": struct.pack(">i", 6) + b"\x00\x03\x00\x01\xff\xff",

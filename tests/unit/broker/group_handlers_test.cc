@@ -33,17 +33,18 @@ TEST_F(FindCoordinatorTest, SingleKeyVersionsAnswerThisBroker) {
   }
 }
 
-TEST_F(FindCoordinatorTest, V0IgnoresKeyTypeAndV1TransactionIsNotAvailable) {
+// The transaction coordinator (broker/txn_coordinator.h) is on this broker too.
+TEST_F(FindCoordinatorTest, V0IgnoresKeyTypeAndV1TransactionIsThisBroker) {
   start();
   FindReq r;
   r.key = "txn";
   r.key_type = 1;
   EXPECT_EQ(await(h().find_coordinator(info(0), r)).error_code, 0);
   auto resp = await(h().find_coordinator(info(1), r));
-  EXPECT_EQ(resp.error_code, 15);  // COORDINATOR_NOT_AVAILABLE
-  EXPECT_EQ(resp.node_id, -1);
-  EXPECT_EQ(resp.port, -1);
-  EXPECT_TRUE(resp.error_message.has_value());
+  EXPECT_EQ(resp.error_code, 0);
+  EXPECT_EQ(resp.node_id, 7);
+  EXPECT_EQ(resp.host, "broker7.local");
+  EXPECT_EQ(resp.port, 19092);
   expect_encodes(resp, 1);
 }
 
@@ -73,8 +74,10 @@ TEST_F(FindCoordinatorTest, BatchedTransactionAndUnknownKeyTypes) {
   r.coordinator_keys = {"t1", "t2"};
   auto resp = await(h().find_coordinator(info(4), r));
   ASSERT_EQ(resp.coordinators.size(), 2u);
-  EXPECT_EQ(resp.coordinators[0].error_code, 15);
-  EXPECT_EQ(resp.coordinators[1].error_code, 15);
+  EXPECT_EQ(resp.coordinators[0].error_code, 0);
+  EXPECT_EQ(resp.coordinators[1].error_code, 0);
+  EXPECT_EQ(resp.coordinators[1].key, "t2");
+  EXPECT_EQ(resp.coordinators[1].node_id, 7);
   r.key_type = 9;
   resp = await(h().find_coordinator(info(6), r));
   ASSERT_EQ(resp.coordinators.size(), 2u);

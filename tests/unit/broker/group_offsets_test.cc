@@ -164,6 +164,30 @@ TEST_F(OffsetsTest, MultiGroupFetch) {
   }
 }
 
+// KIP-447: a partition with pending transactional offsets is unstable for require_stable.
+TEST_F(OffsetsTest, RequireStableAnswersUnstableForPendingTransactionalOffsets) {
+  start();
+  commit("g", 8, {{"t1", 0, 1}, {"t1", 1, 2}});
+  h().set_pending_txn_offsets([](const std::string& g, const std::string& t, int32_t p) {
+    return g == "g" && t == "t1" && p == 1;
+  });
+  for (bool stable : {false, true}) {
+    protocol::OffsetFetchRequest r;
+    r.group_id = "g";
+    r.topics.emplace();
+    auto& rt = r.topics->emplace_back();
+    rt.name = "t1";
+    rt.partition_indexes = {0, 1};
+    r.require_stable = stable;
+    auto resp = await(h().offset_fetch(info(7), r));
+    ASSERT_EQ(resp.topics.at(0).partitions.size(), 2u);
+    EXPECT_EQ(resp.topics[0].partitions[0].committed_offset, 1);
+    EXPECT_EQ(resp.topics[0].partitions[0].error_code, 0);
+    EXPECT_EQ(resp.topics[0].partitions[1].committed_offset, stable ? -1 : 2);
+    EXPECT_EQ(resp.topics[0].partitions[1].error_code, stable ? 88 : 0);
+  }
+}
+
 TEST_F(OffsetsTest, OffsetDelete) {
   start();
   commit("g", 8, {{"t1", 0, 1}, {"t1", 1, 2}});

@@ -238,6 +238,14 @@ TEST_F(RouterTest, AdvertisedVersionsAreTheHandlersNotTheSchemas) {
       {ApiKey::kDescribeTopicPartitions, {0, 0}},
       {ApiKey::kGetTelemetrySubscriptions, {0, 0}},
       {ApiKey::kPushTelemetry, {0, 0}},
+      // Transactions: the forms before KIP-890 part 2 (txn_handlers.h).
+      {ApiKey::kAddPartitionsToTxn, {0, 3}},
+      {ApiKey::kAddOffsetsToTxn, {0, 4}},
+      {ApiKey::kTxnOffsetCommit, {0, 4}},
+      {ApiKey::kEndTxn, {0, 4}},
+      {ApiKey::kDescribeTransactions, {0, 0}},
+      {ApiKey::kListTransactions, {0, 2}},
+      {ApiKey::kDescribeProducers, {0, 0}},
   };
   std::map<ApiKey, std::pair<int16_t, int16_t>> got;
   for (const auto& a : dispatcher().supported()) got[a.key] = {a.min_version, a.max_version};
