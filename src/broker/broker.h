@@ -22,6 +22,8 @@
 #include <asio/awaitable.hpp>
 #include <asio/thread_pool.hpp>
 
+#include "security/sasl.h"
+
 #include "broker/async.h"
 #include "broker/fetch_session.h"
 #include "broker/producer_ids.h"
@@ -58,6 +60,8 @@ struct BrokerConfig {
   // that trigger. Every partition is also snapshotted by stop().
   int64_t snapshot_interval_batches = 10000;  // shale.partition.snapshot.interval.batches
   int64_t snapshot_interval_ms = 60000;       // shale.partition.snapshot.interval.ms
+  // SASL mechanisms and PLAIN users (security/sasl.h); null = the defaults, no PLAIN users.
+  std::shared_ptr<const security::SaslSettings> sasl;
 };
 
 class Broker {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "broker/handlers.h"
+#include "broker/security_handlers.h"
 
 namespace shale::broker {
 namespace {
@@ -69,6 +70,8 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
   add<PushTelemetryRequest, PushTelemetryResponse>(d, b, 0, 0, &handle_push_telemetry);
   add<IncrementalAlterConfigsRequest, IncrementalAlterConfigsResponse>(
       d, b, 0, 1, &handle_incremental_alter_configs);
+  // SaslHandshake v1, SaslAuthenticate v0-2, Describe/AlterUserScramCredentials v0.
+  register_security_handlers(d, b);
 }
 
 }  // namespace shale::broker
