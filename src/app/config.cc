@@ -17,6 +17,7 @@
 #include "http/server.h"
 #include "meta/open_store.h"
 #include "security/sasl.h"
+#include "security/tls.h"
 
 namespace shale::app {
 
@@ -96,6 +97,11 @@ std::string validate_mechanisms(std::string_view v) {
     }
   }
   return "";
+}
+
+std::string validate_mapping_rules(std::string_view v) {
+  auto r = security::PrincipalMapper::parse(v);
+  return r.ok() ? "" : r.error().message;
 }
 
 std::string validate_jaas(std::string_view v) {
@@ -308,12 +314,18 @@ const std::vector<ConfigKey> kKeys = {
      "without a certificate the truststore verifies fails the handshake. The principal of a "
      "verified certificate is User:<subject DN in RFC 2253 form>.",
      INT64_MIN, INT64_MAX, validate_client_auth},
+    {"ssl.principal.mapping.rules", ConfigType::kString, "DEFAULT", "Security",
+     "How a client certificate's subject (RFC 2253) becomes the principal name: Kafka's "
+     "comma-separated RULE:<regex>/<replacement>/[L|U] entries and DEFAULT (the subject as "
+     "is), tried in order; the first whose regex matches the whole subject wins. A certificate "
+     "no rule matches fails its connection.",
+     INT64_MIN, INT64_MAX, validate_mapping_rules},
     {"ssl.enabled.protocols", ConfigType::kList, "TLSv1.2,TLSv1.3", "Security",
      "TLS versions accepted (TLSv1.2, TLSv1.3).", INT64_MIN, INT64_MAX},
     {"sasl.enabled.mechanisms", ConfigType::kList, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "Security",
      "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
-     "SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported). Applies to every SASL "
-     "listener.",
+     "SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported). Per listener: "
+     "listener.name.<name>.sasl.enabled.mechanisms.",
      INT64_MIN, INT64_MAX, validate_mechanisms},
     {"sasl.jaas.config", ConfigType::kString, "", "Security",
      "PLAIN users of every SASL listener that has no listener.name.<name>.plain.sasl.jaas.config, "

@@ -60,6 +60,16 @@ Result<std::vector<net::ListenerSpec>> listener_specs(const Config& cfg) {
             "listener " + l.name + " (" + spec.security_protocol + "): " + ctx.error().message);
       }
       spec.tls = std::move(ctx).value();
+      std::string rules = v("ssl.principal.mapping.rules");
+      if (!rules.empty() && rules != "DEFAULT") {
+        auto mapper = security::PrincipalMapper::parse(rules);
+        if (!mapper.ok()) {
+          return Error::make(Errc::kInvalidArgument,
+                             "listener " + l.name + ": " + mapper.error().message);
+        }
+        spec.principal_mapper =
+            std::make_shared<const security::PrincipalMapper>(std::move(mapper).value());
+      }
     }
     out.push_back(std::move(spec));
   }
@@ -80,6 +90,18 @@ Result<std::shared_ptr<const security::SaslSettings>> sasl_settings(const Config
   for (const auto& l : cfg.listeners()) {
     std::string lower = l.name;
     for (auto& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    auto mechs = cfg.listener_keys().find("listener.name." + lower + ".sasl.enabled.mechanisms");
+    if (mechs != cfg.listener_keys().end()) {
+      auto list = split(mechs->second);
+      for (const auto& m : list) {
+        if (m != "PLAIN" && !security::scram_mechanism(m)) {
+          return Error::make(Errc::kInvalidArgument, mechs->first +
+                                                         ": unsupported SASL mechanism '" + m +
+                                                         "' (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)");
+        }
+      }
+      s->listener_mechanisms[l.name] = std::move(list);
+    }
     auto it = cfg.listener_keys().find("listener.name." + lower + ".plain.sasl.jaas.config");
     if (it == cfg.listener_keys().end()) continue;
     auto users = security::parse_plain_jaas(it->second);

@@ -47,8 +47,8 @@ const security::SaslSettings& settings(Broker& b) {
   return b.config().sasl ? *b.config().sasl : defaults;
 }
 
-bool enabled(Broker& b, const std::string& mech) {
-  const auto& m = settings(b).enabled_mechanisms;
+bool enabled(Broker& b, const std::string& listener, const std::string& mech) {
+  const auto& m = settings(b).mechanisms_of(listener);
   return std::find(m.begin(), m.end(), mech) != m.end();
 }
 
@@ -91,7 +91,7 @@ void authenticated(const RequestContext& ctx, const std::string& user) {
 asio::awaitable<std::optional<protocol::SaslHandshakeResponse>> handshake(
     Broker& b, const RequestContext& ctx, protocol::SaslHandshakeRequest& req) {
   protocol::SaslHandshakeResponse r;
-  r.mechanisms = settings(b).enabled_mechanisms;
+  r.mechanisms = settings(b).mechanisms_of(ctx.conn.listener);
   auto& s = *ctx.conn.session;
   const bool sasl_listener = ctx.conn.security_protocol.rfind("SASL_", 0) == 0;
   if (!sasl_listener || s.authenticated || s.sasl) {
@@ -99,7 +99,7 @@ asio::awaitable<std::optional<protocol::SaslHandshakeResponse>> handshake(
     s.close_after_response = true;
     co_return r;
   }
-  if (!enabled(b, req.mechanism)) {
+  if (!enabled(b, ctx.conn.listener, req.mechanism)) {
     uint64_t suppressed = 0;
     if (failed_log().allow(&suppressed)) {
       spdlog::warn("closing connection from {} (listener {}): unsupported SASL mechanism '{}'",

@@ -76,6 +76,7 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   log::RateLimiter handler_error_log{10000};
   log::RateLimiter accept_error_log{10000};
   log::RateLimiter handshake_log{10000};
+  log::RateLimiter principal_log{10000};
   std::mutex mu;
   std::condition_variable cv;  // signalled when `open` or `accept_loops` drops
   bool started = false;
@@ -92,8 +93,10 @@ class Connection final : public ConnectionBase,
   using std::enable_shared_from_this<Connection<Stream>>::shared_from_this;
 
  public:
-  Connection(std::shared_ptr<Server::Impl> srv, Stream sock, ConnectionInfo info)
-      : srv_(std::move(srv)),
+  Connection(std::shared_ptr<Server::Impl> srv, Stream sock, ConnectionInfo info,
+             std::shared_ptr<const security::PrincipalMapper> mapper = nullptr)
+      : mapper_(std::move(mapper)),
+        srv_(std::move(srv)),
         socket_(std::move(sock)),
         info_(std::move(info)),
         writer_wake_(socket_.get_executor()),
@@ -190,7 +193,20 @@ class Connection final : public ConnectionBase,
       co_return;
     }
     last_activity_ = Clock::now();
-    info_.session->principal = security::tls_principal(socket_.native_handle());
+    auto principal = security::tls_principal(socket_.native_handle(), mapper_.get());
+    if (!principal) {
+      uint64_t suppressed = 0;
+      if (srv_->principal_log.allow(&suppressed)) {
+        spdlog::warn(
+            "closing TLS connection from {} ({}): no ssl.principal.mapping.rules rule "
+            "matches its certificate subject{}",
+            info_.peer, info_.listener,
+            suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      close();
+      co_return;
+    }
+    info_.session->principal = std::move(*principal);
     run(std::move(self));
   }
 
@@ -390,6 +406,7 @@ class Connection final : public ConnectionBase,
     }
   }
 
+  std::shared_ptr<const security::PrincipalMapper> mapper_;  // TLS only
   std::shared_ptr<Server::Impl> srv_;
   Stream socket_;
   ConnectionInfo info_;
@@ -454,7 +471,7 @@ awaitable<void> Server::Impl::accept_loop(size_t idx) {
     ++accepted;
     if (spec.tls) {
       auto conn = std::make_shared<Connection<TlsStream>>(
-          self, TlsStream(std::move(sock), *spec.tls), std::move(info));
+          self, TlsStream(std::move(sock), *spec.tls), std::move(info), spec.principal_mapper);
       pool.post(target, [conn] { conn->start(); });
     } else {
       auto conn = std::make_shared<Connection<tcp::socket>>(self, std::move(sock), std::move(info));

@@ -24,6 +24,7 @@
 #include "base/result.h"
 #include "net/frame_handler.h"
 #include "net/shard_pool.h"
+#include "security/tls.h"
 
 namespace shale::net {
 
@@ -35,6 +36,8 @@ struct ListenerSpec {
   std::string security_protocol = "PLAINTEXT";
   // SSL / SASL_SSL: the listener's TLS context (security/tls.h); null = plaintext.
   std::shared_ptr<asio::ssl::context> tls;
+  // ssl.principal.mapping.rules of a TLS listener; null = Kafka's DEFAULT (the subject).
+  std::shared_ptr<const security::PrincipalMapper> principal_mapper;
   // SASL_*: connections start unauthenticated (Session::authenticated = false).
   bool sasl = false;
 };

@@ -99,12 +99,19 @@ namespace shale::security {
 struct SaslSettings {
   // sasl.enabled.mechanisms: PLAIN, SCRAM-SHA-256, SCRAM-SHA-512.
   std::vector<std::string> enabled_mechanisms = {"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"};
+  // listener.name.<l>.sasl.enabled.mechanisms, by listener name.
+  std::map<std::string, std::vector<std::string>> listener_mechanisms;
   // PLAIN users (name -> password) per listener name; "" holds those of sasl.jaas.config,
   // which apply to listeners without their own listener.name.<l>.plain.sasl.jaas.config.
   std::map<std::string, std::map<std::string, std::string>> plain_users;
   // connection.failed.authentication.delay.ms: a failed authentication is answered (and its
   // connection closed) only after this delay.
   int64_t failed_authentication_delay_ms = 100;
+
+  const std::vector<std::string>& mechanisms_of(const std::string& listener) const {
+    auto it = listener_mechanisms.find(listener);
+    return it == listener_mechanisms.end() ? enabled_mechanisms : it->second;
+  }
 
   const std::map<std::string, std::string>* plain_users_of(const std::string& listener) const {
     auto it = plain_users.find(listener);

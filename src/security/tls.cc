@@ -4,6 +4,8 @@
 #include <openssl/err.h>
 #include <openssl/x509.h>
 
+#include <cctype>
+
 #include <asio/ssl/context.hpp>
 
 namespace shale::security {
@@ -180,15 +182,82 @@ Result<std::shared_ptr<asio::ssl::context>> make_server_context(const TlsSetting
   return ctx;
 }
 
-std::string tls_principal(SSL* ssl) {
-  if (ssl == nullptr) return "User:ANONYMOUS";
+Result<PrincipalMapper> PrincipalMapper::parse(std::string_view text) {
+  PrincipalMapper m;
+  size_t i = 0;
+  auto bad = [&](const std::string& why) {
+    return Error::make(Errc::kInvalidArgument, "ssl.principal.mapping.rules: " + why);
+  };
+  auto skip = [&] {
+    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
+  };
+  // Up to the next unescaped '/'; escapes stay as written (the regex reads them).
+  auto until_slash = [&](std::string* out) {
+    while (i < text.size() && text[i] != '/') {
+      if (text[i] == '\\' && i + 1 < text.size()) out->push_back(text[i++]);
+      out->push_back(text[i++]);
+    }
+    if (i >= text.size()) return false;
+    ++i;
+    return true;
+  };
+  for (;;) {
+    skip();
+    if (i >= text.size()) break;
+    Rule r;
+    if (text.substr(i, 7) == "DEFAULT") {
+      r.is_default = true;
+      i += 7;
+    } else if (text.substr(i, 5) == "RULE:") {
+      i += 5;
+      std::string pattern, replacement;
+      if (!until_slash(&pattern) || !until_slash(&replacement)) {
+        return bad("expected RULE:<pattern>/<replacement>/[L|U]");
+      }
+      if (i < text.size() && (text[i] == 'L' || text[i] == 'U')) r.cases = text[i++];
+      try {
+        r.pattern = std::regex(pattern, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        return bad("invalid pattern '" + pattern + "': " + e.what());
+      }
+      r.replacement = std::move(replacement);
+    } else {
+      return bad("expected DEFAULT or RULE: at '" + std::string(text.substr(i, 20)) + "'");
+    }
+    skip();
+    if (i < text.size() && text[i] != ',') return bad("expected ',' between rules");
+    ++i;
+    m.rules_.push_back(std::move(r));
+  }
+  if (m.rules_.empty()) return bad("no rules");
+  return m;
+}
+
+std::optional<std::string> PrincipalMapper::map(const std::string& subject) const {
+  for (const Rule& r : rules_) {
+    if (r.is_default) return subject;
+    std::smatch match;
+    if (!std::regex_match(subject, match, r.pattern)) continue;
+    std::string out = match.format(r.replacement);
+    if (r.cases == 'L') {
+      for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    } else if (r.cases == 'U') {
+      for (auto& c : out) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    }
+    return out;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> tls_subject(SSL* ssl) {
+  if (ssl == nullptr) return std::nullopt;
   X509* cert = SSL_get1_peer_certificate(ssl);
-  if (cert == nullptr) return "User:ANONYMOUS";
+  if (cert == nullptr) return std::nullopt;
   // Only a certificate that verified names a principal ("requested" lets a client through
   // with none; a bad one fails the handshake).
   if (SSL_get_verify_result(ssl) != X509_V_OK) {
     X509_free(cert);
-    return "User:ANONYMOUS";
+    return std::nullopt;
   }
   std::string name;
   BIO* bio = BIO_new(BIO_s_mem());
@@ -201,7 +270,17 @@ std::string tls_principal(SSL* ssl) {
     BIO_free(bio);
   }
   X509_free(cert);
-  return "User:" + (name.empty() ? std::string("ANONYMOUS") : name);
+  if (name.empty()) return std::nullopt;
+  return name;
+}
+
+std::optional<std::string> tls_principal(SSL* ssl, const PrincipalMapper* mapper) {
+  auto subject = tls_subject(ssl);
+  if (!subject) return std::string("User:ANONYMOUS");
+  if (mapper == nullptr) return "User:" + *subject;
+  auto mapped = mapper->map(*subject);
+  if (!mapped) return std::nullopt;
+  return "User:" + *mapped;
 }
 
 }  // namespace shale::security

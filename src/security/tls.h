@@ -7,6 +7,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -43,8 +45,31 @@ Result<ClientAuth> parse_client_auth(const std::string& v);
 // that does not match its certificate, a wrong password, an unknown protocol or cipher suite).
 Result<std::shared_ptr<asio::ssl::context>> make_server_context(const TlsSettings& s);
 
-// "User:<subject in RFC 2253 form>" of the verified client certificate of `ssl`, or
-// "User:ANONYMOUS" when the client sent none (Kafka's DEFAULT principal rule).
-std::string tls_principal(SSL* ssl);
+// ssl.principal.mapping.rules: Kafka's list of `RULE:<regex>/<replacement>/[L|U]` and
+// `DEFAULT` entries, tried in order on the certificate subject (RFC 2253). The first rule whose
+// regex matches the whole subject gives the name ($1.. are its groups; L / U lower- or
+// upper-case the result); DEFAULT gives the subject unchanged. No rule matching is an error.
+class PrincipalMapper {
+ public:
+  static Result<PrincipalMapper> parse(std::string_view rules);
+  // nullopt: no rule matched (the connection fails, as in Kafka).
+  std::optional<std::string> map(const std::string& subject) const;
+
+ private:
+  struct Rule {
+    bool is_default = false;
+    std::regex pattern;
+    std::string replacement;
+    char cases = 0;  // 'L', 'U' or 0
+  };
+  std::vector<Rule> rules_;
+};
+
+// The subject (RFC 2253, as Java's X500Principal.getName() gives it) of the verified client
+// certificate of `ssl`; nullopt when there is none (or it did not verify).
+std::optional<std::string> tls_subject(SSL* ssl);
+// "User:<mapped subject>" of the verified client certificate (DEFAULT rule when `mapper` is
+// null), "User:ANONYMOUS" when the client sent none, nullopt when no mapping rule matched.
+std::optional<std::string> tls_principal(SSL* ssl, const PrincipalMapper* mapper = nullptr);
 
 }  // namespace shale::security

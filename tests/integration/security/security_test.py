@@ -191,9 +191,14 @@ def case_tls_kcat(tmp):
 def case_mtls_client_certificate(tmp):
     """ssl.client.auth=required: a client without a certificate fails the handshake; kcat and
     Kafka's Java console producer/consumer with the test client certificate (PEM keystore in a
-    client properties file) produce and consume; the principal is the certificate's subject."""
+    client properties file) produce and consume. ssl.principal.mapping.rules: a rule matching
+    the subject lets the client in; on a second listener (listener.name.strict.* overrides) a
+    rule set that matches nothing closes the connection."""
     certs = make_certs(tmp)
-    b = Broker(tmp, {"SSL": "SSL"}, tls_keys(certs, "required"))
+    b = Broker(tmp, {"SSL": "SSL", "STRICT": "SSL"},
+               tls_keys(certs, "required") +
+               ["ssl.principal.mapping.rules=RULE:^CN=(.*?),O=Shale Test$/$1/L,DEFAULT",
+                "listener.name.strict.ssl.principal.mapping.rules=RULE:^CN=bob,.*$/bob/"])
     try:
         addr = b.addr("SSL")
         base = ["-X", "security.protocol=ssl", "-X", "ssl.ca.location=" + certs["ca.pem"]]
@@ -202,6 +207,9 @@ def case_mtls_client_certificate(tmp):
         sec = base + ["-X", "ssl.certificate.location=" + certs["client.pem"],
                       "-X", "ssl.key.location=" + certs["client.key"]]
         round_trip(b, addr, "mtls-a", ["a", "b"], *sec)
+        r = kcat(b, b.addr("STRICT"), "-L", "-m", "5", *sec, ok=False)
+        assert r.returncode != 0, r.stdout
+        assert "no ssl.principal.mapping.rules rule matches" in b.log(), b.log()
         props = write_props(os.path.join(tmp, "client.properties"), {
             "security.protocol": "SSL",
             "ssl.keystore.type": "PEM",
@@ -303,6 +311,29 @@ print("ok")
 '''
         r = run(PY, "-c", code, addr, ca, timeout=180)
         assert r.returncode == 0 and "ok" in r.stdout, r.stdout + r.stderr + b.log()
+        # Kafka's Java client with SCRAM-SHA-512 from a properties file: kafka-topics, the
+        # console producer and a console consumer in a group.
+        alice = write_props(os.path.join(tmp, "alice.properties"), {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule '
+                                'required username="alice" password="alice-secret";',
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": ca,
+        })
+        kafka_tool(b, addr, "kafka-topics", "--command-config", alice, "--create", "--topic",
+                   "scram-java", "--partitions", "2")
+        out = kafka_tool(b, addr, "kafka-topics", "--command-config", alice, "--list").stdout
+        assert "scram-java" in out.split(), out
+        script = os.path.join(HERE, "..", "..", "..", "scripts", "kafka")
+        r = run(script, "tool", "kafka-console-producer", "--bootstrap-server", addr, "--topic",
+                "scram-java", "--producer.config", alice, input="j1\nj2\nj3\n", timeout=180)
+        assert r.returncode == 0, r.stderr + b.log()
+        r = run(script, "tool", "kafka-console-consumer", "--bootstrap-server", addr, "--topic",
+                "scram-java", "--from-beginning", "--max-messages", "3", "--consumer.config",
+                alice, "--group", "scram-java-group", timeout=180)
+        assert r.returncode == 0 and sorted(r.stdout.split()) == ["j1", "j2", "j3"], (
+            r.stdout + r.stderr)
         # Deleting the credential: alice can no longer log in with SCRAM-SHA-512.
         kafka_tool(b, addr, "kafka-configs", "--command-config", admin, "--alter",
                    "--delete-config", "SCRAM-SHA-512", "--entity-type", "users",
@@ -359,25 +390,28 @@ def kbytes(v):
 
 def case_sasl_bad_input(tmp):
     """On a SASL_PLAINTEXT listener: a Metadata request before authenticating, an unknown
-    mechanism (UNSUPPORTED_SASL_MECHANISM), SaslAuthenticate without a handshake
+    mechanism or one not in listener.name.<l>.sasl.enabled.mechanisms (UNSUPPORTED_SASL_MECHANISM), SaslAuthenticate without a handshake
     (ILLEGAL_SASL_STATE), a truncated SCRAM message and a malformed PLAIN message
     (SASL_AUTHENTICATION_FAILED) each close only their own connection; the broker keeps serving
     authenticated clients."""
     b = Broker(tmp, {"SASL_PLAINTEXT": "SASL_PLAINTEXT"},
-               ["sasl.jaas.config=" + PLAIN_JAAS])
+               ["sasl.jaas.config=" + PLAIN_JAAS,
+                "listener.name.sasl_plaintext.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256"])
     port = b.ports["SASL_PLAINTEXT"]
     try:
         # Metadata v1 (no topics) before authentication: closed without an answer.
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(frame(3, 1, 1, struct.pack(">i", -1)))
             assert read_frame(s) is None
-        # Unknown mechanism: error 33 with the enabled list, then closed.
-        with socket.create_connection(("127.0.0.1", port)) as s:
-            s.sendall(frame(17, 1, 2, kstr(b"GSSAPI")))
-            r = read_frame(s)
-            assert r is not None and struct.unpack(">ih", r[:6]) == (2, 33), r
-            assert b"SCRAM-SHA-512" in r
-            assert closed(s)
+        # Unknown mechanism, and one not enabled on this listener: error 33 with the listener's
+        # list, then closed.
+        for mech in [b"GSSAPI", b"SCRAM-SHA-512"]:
+            with socket.create_connection(("127.0.0.1", port)) as s:
+                s.sendall(frame(17, 1, 2, kstr(mech)))
+                r = read_frame(s)
+                assert r is not None and struct.unpack(">ih", r[:6]) == (2, 33), r
+                assert b"SCRAM-SHA-256" in r and b"SCRAM-SHA-512" not in r, r
+                assert closed(s)
         # SaslAuthenticate without a handshake: ILLEGAL_SASL_STATE (34), closed.
         with socket.create_connection(("127.0.0.1", port)) as s:
             s.sendall(frame(36, 1, 3, kbytes(b"\x00bob\x00bob-secret")))

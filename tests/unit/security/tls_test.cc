@@ -84,7 +84,8 @@ struct Pki {
 
 // Runs a TLS handshake between a client SSL and the server context through memory BIOs;
 // returns the server's principal, or "" when the handshake fails.
-std::string handshake(asio::ssl::context& server_ctx, const Cert* client_cert, const Cert* ca) {
+std::string handshake(asio::ssl::context& server_ctx, const Cert* client_cert, const Cert* ca,
+                      const PrincipalMapper* mapper = nullptr) {
   SSL_CTX* cctx = SSL_CTX_new(TLS_client_method());
   if (ca != nullptr) X509_STORE_add_cert(SSL_CTX_get_cert_store(cctx), ca->cert);
   SSL_CTX_set_verify(cctx, SSL_VERIFY_PEER, nullptr);
@@ -117,7 +118,8 @@ std::string handshake(asio::ssl::context& server_ctx, const Cert* client_cert, c
         failed = true;
     }
   }
-  std::string principal = !failed && c_done && s_done ? tls_principal(s) : "";
+  std::string principal =
+      !failed && c_done && s_done ? tls_principal(s, mapper).value_or("<no rule>") : "";
   SSL_free(c);
   SSL_free(s);
   SSL_CTX_free(cctx);
@@ -194,6 +196,30 @@ TEST(Tls, CipherSuitesTakeIanaNamesForBothVersions) {
   ctx = make_server_context(s);
   ASSERT_TRUE(ctx.ok()) << ctx.error().message;
   EXPECT_EQ(handshake(**ctx, nullptr, pki.ca.get()), "User:ANONYMOUS");
+}
+
+TEST(Tls, PrincipalMappingRulesAsKafkaWritesThem) {
+  auto m = PrincipalMapper::parse(
+      "RULE:^CN=(.*?),OU=ServiceUsers.*$/$1/,"
+      "RULE:^CN=([a-zA-Z]+),O=(.*)$/$1@$2/L, DEFAULT");
+  ASSERT_TRUE(m.ok()) << m.error().message;
+  EXPECT_EQ(m->map("CN=kafka1,OU=ServiceUsers,O=Org"), "kafka1");
+  EXPECT_EQ(m->map("CN=Alice,O=Shale"), "alice@shale");
+  EXPECT_EQ(m->map("CN=a-b,O=X"), "CN=a-b,O=X");  // falls through to DEFAULT
+  auto strict = PrincipalMapper::parse("RULE:^CN=(.*),O=Shale$/$1/U");
+  ASSERT_TRUE(strict.ok());
+  EXPECT_EQ(strict->map("CN=alice,O=Shale"), "ALICE");
+  EXPECT_FALSE(strict->map("CN=alice,O=Other").has_value());
+  for (const char* bad : {"", "RULE:abc", "RULE:(/x/", "NOPE", "DEFAULT DEFAULT"}) {
+    EXPECT_FALSE(PrincipalMapper::parse(bad).ok()) << bad;
+  }
+  // Through a handshake: the mapped name, or no connection when no rule matches.
+  Pki pki;
+  auto ctx = make_server_context(pki.settings(ClientAuth::kRequired));
+  ASSERT_TRUE(ctx.ok());
+  EXPECT_EQ(handshake(**ctx, pki.client.get(), pki.ca.get(), &*strict), "User:ALICE");
+  auto other = PrincipalMapper::parse("RULE:^CN=bob$/bob/");
+  EXPECT_EQ(handshake(**ctx, pki.client.get(), pki.ca.get(), &*other), "<no rule>");
 }
 
 TEST(Tls, ParsesClientAuth) {
