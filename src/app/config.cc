@@ -99,6 +99,11 @@ std::string validate_mechanisms(std::string_view v) {
   return "";
 }
 
+std::string validate_ip_overrides(std::string_view v) {
+  auto r = parse_ip_overrides(v);
+  return r.ok() ? "" : r.error().message;
+}
+
 std::string validate_mapping_rules(std::string_view v) {
   auto r = security::PrincipalMapper::parse(v);
   return r.ok() ? "" : r.error().message;
@@ -314,6 +319,15 @@ const std::vector<ConfigKey> kKeys = {
      "without a certificate the truststore verifies fails the handshake. The principal of a "
      "verified certificate is User:<subject DN in RFC 2253 form>.",
      INT64_MIN, INT64_MAX, validate_client_auth},
+    {"max.connections.per.ip", ConfigType::kInt, "2147483647", "Security",
+     "Most open connections from one client address (Kafka's key); further ones are closed "
+     "as soon as they are accepted (logged, rate-limited).",
+     0, INT32_MAX},
+    {"max.connections.per.ip.overrides", ConfigType::kString, "", "Security",
+     "Per-address exceptions to max.connections.per.ip: comma-separated <ip>:<count> "
+     "(e.g. 127.0.0.1:200,10.0.0.7:1000). Addresses are IPs as the broker sees them, not host "
+     "names.",
+     INT64_MIN, INT64_MAX, validate_ip_overrides},
     {"ssl.principal.mapping.rules", ConfigType::kString, "DEFAULT", "Security",
      "How a client certificate's subject (RFC 2253) becomes the principal name: Kafka's "
      "comma-separated RULE:<regex>/<replacement>/[L|U] entries and DEFAULT (the subject as "
@@ -635,6 +649,20 @@ Result<std::vector<Listener>> parse_listeners(std::string_view text) {
       if (other.name == l.name) return bad("listener name " + l.name + " is used twice");
     }
     out.push_back(std::move(l));
+  }
+  return out;
+}
+
+Result<std::map<std::string, int32_t>> parse_ip_overrides(std::string_view text) {
+  std::map<std::string, int32_t> out;
+  for (const std::string& item : split_list(text)) {
+    auto colon = item.rfind(':');
+    int64_t n = 0;
+    if (colon == std::string::npos || colon == 0 || !parse_int64(item.substr(colon + 1), &n) ||
+        n < 0 || n > INT32_MAX) {
+      return Error::make(Errc::kInvalidArgument, "'" + item + "': expected <ip>:<count>");
+    }
+    out[trim(item.substr(0, colon))] = static_cast<int32_t>(n);
   }
   return out;
 }

@@ -49,6 +49,8 @@ struct Listener {
   std::string to_string() const;
 };
 Result<std::vector<Listener>> parse_listeners(std::string_view text);
+// max.connections.per.ip.overrides: "<ip>:<count>,..." -> ip -> count.
+Result<std::map<std::string, int32_t>> parse_ip_overrides(std::string_view text);
 // listener.security.protocol.map: listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
 Result<std::map<std::string, std::string>> parse_protocol_map(std::string_view text);
 

@@ -324,6 +324,9 @@ int serve_main(int argc, char** argv) {
   opts.max_inflight_per_connection =
       static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
   opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
+  opts.max_connections_per_ip = cfg.get_int("max.connections.per.ip");
+  opts.max_connections_per_ip_overrides =
+      *parse_ip_overrides(cfg.get_string("max.connections.per.ip.overrides"));  // validated
 
   // Storage and the broker context, before any listener opens. Their blocking start-up (WAL
   // recovery, topic loading) happens here, on the main thread.

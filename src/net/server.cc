@@ -57,7 +57,9 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
       : opts(std::move(o)), pool(p), handler(h), registry(p.size()) {}
 
   awaitable<void> accept_loop(size_t idx);
-  void connection_gone();
+  void connection_gone(const std::string& ip);
+  // max.connections.per.ip: counts one more connection from `ip`, or returns false at the cap.
+  bool admit(const std::string& ip);
 
   ServerOptions opts;
   ShardPool& pool;
@@ -77,6 +79,8 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   log::RateLimiter accept_error_log{10000};
   log::RateLimiter handshake_log{10000};
   log::RateLimiter principal_log{10000};
+  log::RateLimiter per_ip_log{10000};
+  std::unordered_map<std::string, int32_t> per_ip;  // open connections by address, under mu
   std::mutex mu;
   std::condition_variable cv;  // signalled when `open` or `accept_loops` drops
   bool started = false;
@@ -93,9 +97,10 @@ class Connection final : public ConnectionBase,
   using std::enable_shared_from_this<Connection<Stream>>::shared_from_this;
 
  public:
-  Connection(std::shared_ptr<Server::Impl> srv, Stream sock, ConnectionInfo info,
+  Connection(std::shared_ptr<Server::Impl> srv, Stream sock, ConnectionInfo info, std::string ip,
              std::shared_ptr<const security::PrincipalMapper> mapper = nullptr)
-      : mapper_(std::move(mapper)),
+      : ip_(std::move(ip)),
+        mapper_(std::move(mapper)),
         srv_(std::move(srv)),
         socket_(std::move(sock)),
         info_(std::move(info)),
@@ -106,7 +111,7 @@ class Connection final : public ConnectionBase,
 
   ~Connection() {
     if (opened_) srv_->handler.on_close(info_);
-    srv_->connection_gone();
+    srv_->connection_gone(ip_);
   }
 
   // On the owning shard.
@@ -406,6 +411,7 @@ class Connection final : public ConnectionBase,
     }
   }
 
+  std::string ip_;                                           // for max.connections.per.ip
   std::shared_ptr<const security::PrincipalMapper> mapper_;  // TLS only
   std::shared_ptr<Server::Impl> srv_;
   Stream socket_;
@@ -428,10 +434,28 @@ class Connection final : public ConnectionBase,
   bool close_requested_ = false;
 };
 
-void Server::Impl::connection_gone() {
+void Server::Impl::connection_gone(const std::string& ip) {
   std::lock_guard lk(mu);
   --open;
+  if (auto it = per_ip.find(ip); it != per_ip.end() && --it->second <= 0) per_ip.erase(it);
   cv.notify_all();
+}
+
+bool Server::Impl::admit(const std::string& ip) {
+  int32_t limit = opts.max_connections_per_ip;
+  if (auto o = opts.max_connections_per_ip_overrides.find(ip);
+      o != opts.max_connections_per_ip_overrides.end()) {
+    limit = o->second;
+  }
+  std::lock_guard lk(mu);
+  int32_t& n = per_ip[ip];
+  if (n >= limit) {
+    if (n == 0) per_ip.erase(ip);
+    return false;
+  }
+  ++n;
+  ++open;
+  return true;
 }
 
 awaitable<void> Server::Impl::accept_loop(size_t idx) {
@@ -462,19 +486,28 @@ awaitable<void> Server::Impl::accept_loop(size_t idx) {
     info.security_protocol = spec.security_protocol;
     auto peer = sock.remote_endpoint(opt_ec);
     info.peer = opt_ec ? "?" : endpoint_string(peer);
+    std::string ip = opt_ec ? "?" : peer.address().to_string();
+    if (!admit(ip)) {
+      uint64_t suppressed = 0;
+      if (per_ip_log.allow(&suppressed)) {
+        spdlog::warn("closing connection from {} ({}): max.connections.per.ip reached{}", info.peer,
+                     listener,
+                     suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      sock.close(opt_ec);
+      continue;
+    }
     info.session = std::make_shared<Session>();
     info.session->authenticated = !spec.sasl;
-    {
-      std::lock_guard lk(mu);
-      ++open;
-    }
     ++accepted;
     if (spec.tls) {
       auto conn = std::make_shared<Connection<TlsStream>>(
-          self, TlsStream(std::move(sock), *spec.tls), std::move(info), spec.principal_mapper);
+          self, TlsStream(std::move(sock), *spec.tls), std::move(info), std::move(ip),
+          spec.principal_mapper);
       pool.post(target, [conn] { conn->start(); });
     } else {
-      auto conn = std::make_shared<Connection<tcp::socket>>(self, std::move(sock), std::move(info));
+      auto conn = std::make_shared<Connection<tcp::socket>>(self, std::move(sock), std::move(info),
+                                                            std::move(ip));
       pool.post(target, [conn] { conn->start(); });
     }
   }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,11 @@ struct ServerOptions {
   size_t max_inflight_per_connection = 32;
   int64_t shutdown_drain_ms = 5000;          // how long stop() lets in-flight handlers finish
   int64_t tls_handshake_timeout_ms = 10000;  // a TLS handshake not done by then closes
+  // max.connections.per.ip: a client address with this many open connections has further
+  // ones closed at accept; per-address exceptions in max_connections_per_ip_overrides
+  // (max.connections.per.ip.overrides, by IP address).
+  int32_t max_connections_per_ip = INT32_MAX;
+  std::map<std::string, int32_t> max_connections_per_ip_overrides;
 };
 
 class Server {

@@ -447,6 +447,55 @@ def case_sasl_bad_input(tmp):
         b.stop()
 
 
+def api_versions_ok(port):
+    """One ApiVersions v0 round trip on a fresh connection; the open socket, or None when the
+    broker closed it."""
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(frame(18, 0, 1, b""))
+    s.settimeout(10)
+    try:
+        r = read_frame(s)
+    except (ConnectionResetError, socket.timeout):
+        r = None
+    if r is None:
+        s.close()
+        return None
+    assert struct.unpack(">ih", r[:6]) == (1, 0), r
+    return s
+
+
+def case_max_connections_per_ip(tmp):
+    """max.connections.per.ip=3: a fourth connection from 127.0.0.1 is closed at accept (logged)
+    while three are open; closing one makes room again. An override raises the cap for
+    127.0.0.1 on a second broker."""
+    b = Broker(tmp, {"PLAINTEXT": "PLAINTEXT"}, ["max.connections.per.ip=3"])
+    try:
+        port = b.ports["PLAINTEXT"]
+        socks = [api_versions_ok(port) for _ in range(3)]
+        assert all(socks)
+        assert api_versions_ok(port) is None
+        socks.pop().close()
+        time.sleep(0.5)  # the broker notices the close
+        again = api_versions_ok(port)
+        assert again is not None
+        again.close()
+        for s in socks:
+            s.close()
+        assert "max.connections.per.ip reached" in b.log(), b.log()
+    finally:
+        b.stop()
+    os.makedirs(os.path.join(tmp, "2"))
+    b = Broker(os.path.join(tmp, "2"), {"PLAINTEXT": "PLAINTEXT"},
+               ["max.connections.per.ip=1", "max.connections.per.ip.overrides=127.0.0.1:5"])
+    try:
+        socks = [api_versions_ok(b.ports["PLAINTEXT"]) for _ in range(5)]
+        assert all(socks)
+        for s in socks:
+            s.close()
+    finally:
+        b.stop()
+
+
 CASES = {n[5:]: f for n, f in globals().items() if n.startswith("case_")}
 
 if __name__ == "__main__":
