@@ -16,6 +16,8 @@
 #include "app/wal_uri.h"
 #include "http/server.h"
 #include "meta/open_store.h"
+#include "security/sasl.h"
+#include "security/tls.h"
 
 namespace shale::app {
 
@@ -81,6 +83,42 @@ std::string validate_advertised(std::string_view v) {
     }
   }
   return "";
+}
+
+std::string validate_protocol_map(std::string_view v) {
+  auto r = parse_protocol_map(v);
+  return r.ok() ? "" : r.error().message;
+}
+
+std::string validate_mechanisms(std::string_view v) {
+  for (const auto& m : split_list(v)) {
+    if (m != "PLAIN" && m != "SCRAM-SHA-256" && m != "SCRAM-SHA-512") {
+      return "unsupported SASL mechanism '" + m + "' (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)";
+    }
+  }
+  return "";
+}
+
+std::string validate_ip_overrides(std::string_view v) {
+  auto r = parse_ip_overrides(v);
+  return r.ok() ? "" : r.error().message;
+}
+
+std::string validate_mapping_rules(std::string_view v) {
+  auto r = security::PrincipalMapper::parse(v);
+  return r.ok() ? "" : r.error().message;
+}
+
+std::string validate_jaas(std::string_view v) {
+  if (trim(v).empty()) return "";
+  auto r = security::parse_plain_jaas(v);
+  return r.ok() ? "" : r.error().message;
+}
+
+std::string validate_client_auth(std::string_view v) {
+  std::string t = trim(v);
+  return t == "none" || t == "requested" || t == "required" ? ""
+                                                            : "must be none, requested or required";
 }
 
 std::string validate_cluster_id(std::string_view v) {
@@ -214,8 +252,8 @@ const std::vector<ConfigKey> kKeys = {
     {"listeners", ConfigType::kList, "PLAINTEXT://127.0.0.1:9092", "Network",
      "Comma-separated NAME://host:port addresses to listen on. An empty host or 0.0.0.0 means "
      "every IPv4 interface; IPv6 hosts go in brackets ([::1]:9092). Port 0 picks a free port. "
-     "Only plaintext listeners exist so far: names SSL, SASL_PLAINTEXT and SASL_SSL are "
-     "rejected; any other name is a plaintext listener.",
+     "A listener's security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL) comes from "
+     "listener.security.protocol.map; see docs/security.md.",
      INT64_MIN, INT64_MAX, validate_listeners},
     {"advertised.listeners", ConfigType::kList, "", "Network",
      "Addresses given to clients in Metadata responses, NAME://host:port, one per listener "
@@ -247,6 +285,77 @@ const std::vector<ConfigKey> kKeys = {
     {"shutdown.drain.ms", ConfigType::kLong, "5000", "Network",
      "On shutdown, how long in-flight requests may run before their shards are stopped.", 0,
      INT64_MAX},
+    // --- Security (docs/security.md) ---
+    {"listener.security.protocol.map", ConfigType::kList,
+     "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL", "Security",
+     "Comma-separated NAME:PROTOCOL pairs giving each listener name its security protocol "
+     "(PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL). A listener name not in the map is "
+     "plaintext. Per-listener keys use Kafka's prefix: listener.name.<name lower-case>.<key> "
+     "(e.g. listener.name.external.ssl.keystore.location) overrides <key> for that listener.",
+     INT64_MIN, INT64_MAX, validate_protocol_map},
+    {"ssl.keystore.type", ConfigType::kString, "JKS", "Security",
+     "Format of the keystore. Shale reads PEM only: TLS listeners need ssl.keystore.type=PEM "
+     "(as Kafka does for PEM files).",
+     INT64_MIN, INT64_MAX},
+    {"ssl.keystore.location", ConfigType::kString, "", "Security",
+     "PEM file holding the listener's private key and its certificate chain."},
+    {"ssl.keystore.certificate.chain", ConfigType::kString, "", "Security",
+     "The certificate chain as PEM text (instead of ssl.keystore.location, with "
+     "ssl.keystore.key)."},
+    {"ssl.keystore.key", ConfigType::kString, "", "Security",
+     "The private key as PEM text (instead of ssl.keystore.location)."},
+    {"ssl.key.password", ConfigType::kString, "", "Security",
+     "Password of an encrypted private key. Never logged."},
+    {"ssl.truststore.type", ConfigType::kString, "JKS", "Security",
+     "Format of the truststore; PEM only (set ssl.truststore.type=PEM when a truststore is "
+     "given)."},
+    {"ssl.truststore.location", ConfigType::kString, "", "Security",
+     "PEM file of the CA certificates that client certificates are verified against "
+     "(ssl.client.auth)."},
+    {"ssl.truststore.certificates", ConfigType::kString, "", "Security",
+     "The trusted CA certificates as PEM text (instead of ssl.truststore.location)."},
+    {"ssl.client.auth", ConfigType::kString, "none", "Security",
+     "none: no client certificate asked. requested: asked, not required. required: a client "
+     "without a certificate the truststore verifies fails the handshake. The principal of a "
+     "verified certificate is User:<subject DN in RFC 2253 form>.",
+     INT64_MIN, INT64_MAX, validate_client_auth},
+    {"max.connections.per.ip", ConfigType::kInt, "2147483647", "Security",
+     "Most open connections from one client address (Kafka's key); further ones are closed "
+     "as soon as they are accepted (logged, rate-limited).",
+     0, INT32_MAX},
+    {"max.connections.per.ip.overrides", ConfigType::kString, "", "Security",
+     "Per-address exceptions to max.connections.per.ip: comma-separated <ip>:<count> "
+     "(e.g. 127.0.0.1:200,10.0.0.7:1000). Addresses are IPs as the broker sees them, not host "
+     "names.",
+     INT64_MIN, INT64_MAX, validate_ip_overrides},
+    {"ssl.principal.mapping.rules", ConfigType::kString, "DEFAULT", "Security",
+     "How a client certificate's subject (RFC 2253) becomes the principal name: Kafka's "
+     "comma-separated RULE:<regex>/<replacement>/[L|U] entries and DEFAULT (the subject as "
+     "is), tried in order; the first whose regex matches the whole subject wins. A certificate "
+     "no rule matches fails its connection.",
+     INT64_MIN, INT64_MAX, validate_mapping_rules},
+    {"ssl.enabled.protocols", ConfigType::kList, "TLSv1.2,TLSv1.3", "Security",
+     "TLS versions accepted (TLSv1.2, TLSv1.3).", INT64_MIN, INT64_MAX},
+    {"sasl.enabled.mechanisms", ConfigType::kList, "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512", "Security",
+     "SASL mechanisms offered on SASL_PLAINTEXT and SASL_SSL listeners: PLAIN, SCRAM-SHA-256, "
+     "SCRAM-SHA-512 (Kafka's default, GSSAPI, is not supported). Per listener: "
+     "listener.name.<name>.sasl.enabled.mechanisms.",
+     INT64_MIN, INT64_MAX, validate_mechanisms},
+    {"sasl.jaas.config", ConfigType::kString, "", "Security",
+     "PLAIN users of every SASL listener that has no listener.name.<name>.plain.sasl.jaas.config, "
+     "in Kafka's JAAS form: org.apache.kafka.common.security.plain.PlainLoginModule required "
+     "user_alice=\"alice-secret\" user_bob=\"bob-secret\"; (each user_<name> option is a user "
+     "and its password). SCRAM users live in the metadata store (kafka-configs "
+     "--entity-type users).",
+     INT64_MIN, INT64_MAX, validate_jaas},
+    {"connection.failed.authentication.delay.ms", ConfigType::kInt, "100", "Security",
+     "A failed SASL authentication is answered, and its connection closed, only after this "
+     "delay (slows password guessing).",
+     0, INT32_MAX},
+    {"ssl.cipher.suites", ConfigType::kList, "", "Security",
+     "Cipher suites by their IANA names (as Kafka lists them, e.g. "
+     "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384, TLS_AES_256_GCM_SHA384). Empty: OpenSSL's "
+     "defaults."},
     // --- Topics and logs ---
     {"num.partitions", ConfigType::kInt, "1", "Topics",
      "Partitions of an automatically created topic.", 1, INT32_MAX},
@@ -523,9 +632,6 @@ Result<std::vector<Listener>> parse_listeners(std::string_view text) {
         return bad("listener names use A-Z, 0-9 and '_'");
       }
     }
-    if (l.name == "SSL" || l.name == "SASL_PLAINTEXT" || l.name == "SASL_SSL") {
-      return bad(l.name + " listeners are not supported yet (plaintext only)");
-    }
     std::string hostport = item.substr(sep + 3);
     std::string port_text;
     if (!hostport.empty() && hostport[0] == '[') {
@@ -554,6 +660,57 @@ Result<std::vector<Listener>> parse_listeners(std::string_view text) {
     out.push_back(std::move(l));
   }
   return out;
+}
+
+Result<std::map<std::string, int32_t>> parse_ip_overrides(std::string_view text) {
+  std::map<std::string, int32_t> out;
+  for (const std::string& item : split_list(text)) {
+    auto colon = item.rfind(':');
+    int64_t n = 0;
+    if (colon == std::string::npos || colon == 0 || !parse_int64(item.substr(colon + 1), &n) ||
+        n < 0 || n > INT32_MAX) {
+      return Error::make(Errc::kInvalidArgument, "'" + item + "': expected <ip>:<count>");
+    }
+    out[trim(item.substr(0, colon))] = static_cast<int32_t>(n);
+  }
+  return out;
+}
+
+Result<std::map<std::string, std::string>> parse_protocol_map(std::string_view text) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : split_list(text)) {
+    auto colon = item.find(':');
+    if (colon == std::string::npos) {
+      return Error::make(Errc::kInvalidArgument, "'" + item + "': expected NAME:PROTOCOL");
+    }
+    std::string name = trim(item.substr(0, colon));
+    std::string proto = trim(item.substr(colon + 1));
+    if (proto != "PLAINTEXT" && proto != "SSL" && proto != "SASL_PLAINTEXT" &&
+        proto != "SASL_SSL") {
+      return Error::make(Errc::kInvalidArgument,
+                         "'" + item +
+                             "': protocol must be PLAINTEXT, SSL, SASL_PLAINTEXT or "
+                             "SASL_SSL");
+    }
+    out[name] = proto;
+  }
+  return out;
+}
+
+std::string Config::security_protocol(const std::string& listener) const {
+  auto m = parse_protocol_map(get_string("listener.security.protocol.map"));  // validated
+  auto it = m->find(listener);
+  return it == m->end() ? "PLAINTEXT" : it->second;
+}
+
+std::string Config::listener_value(const std::string& listener, const std::string& key) const {
+  std::string lower = listener;
+  std::transform(lower.begin(), lower.end(), lower.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  auto it = listener_keys_.find("listener.name." + lower + "." + key);
+  if (it != listener_keys_.end()) return it->second;
+  if (find_config_key(key) != nullptr) return get_string(key);
+  return "";
 }
 
 Result<Properties> parse_properties(std::string_view text, std::string_view origin) {
@@ -696,8 +853,14 @@ Result<Config> Config::load(const Properties& given_props, const LoadOptions& op
   const Properties& props = *translated;
   std::vector<std::string> errors;
   std::vector<std::string> ignored;
+  std::map<std::string, std::string> listener_keys;
   for (const auto& [key, value] : props.values) {
     if (find_config_key(key) != nullptr || kTranslatedKafkaKeys.count(key)) continue;
+    if (key.rfind("listener.name.", 0) == 0) {
+      // Kafka's per-listener overrides (listener.name.<name>.<key>): read by listener_value().
+      listener_keys[key] = value;
+      continue;
+    }
     auto o = props.origin.find(key);
     std::string where = o != props.origin.end() ? " (" + o->second + ")" : "";
     if (opts.strict) {
@@ -708,6 +871,7 @@ Result<Config> Config::load(const Properties& given_props, const LoadOptions& op
   }
   Config c;
   c.ignored_ = std::move(ignored);
+  c.listener_keys_ = std::move(listener_keys);
   auto given = [&](const char* name) -> const std::string* {
     auto it = props.values.find(name);
     return it == props.values.end() ? nullptr : &it->second;

@@ -49,6 +49,10 @@ struct Listener {
   std::string to_string() const;
 };
 Result<std::vector<Listener>> parse_listeners(std::string_view text);
+// max.connections.per.ip.overrides: "<ip>:<count>,..." -> ip -> count.
+Result<std::map<std::string, int32_t>> parse_ip_overrides(std::string_view text);
+// listener.security.protocol.map: listener name -> PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL.
+Result<std::map<std::string, std::string>> parse_protocol_map(std::string_view text);
 
 // key -> value, plus where each came from (for error messages).
 struct Properties {
@@ -92,6 +96,13 @@ class Config {
   bool is_set(std::string_view key) const;
 
   std::vector<Listener> listeners() const;
+  // The security protocol of a listener (listener.security.protocol.map; unmapped = PLAINTEXT).
+  std::string security_protocol(const std::string& listener) const;
+  // Kafka's per-listener override listener.name.<listener lower-case>.<key> if given, else the
+  // value of <key> when it is in the table, else "" (e.g. plain.sasl.jaas.config).
+  std::string listener_value(const std::string& listener, const std::string& key) const;
+  // Every listener.name.* key given (not in the table: their names embed the listener).
+  const std::map<std::string, std::string>& listener_keys() const { return listener_keys_; }
   // advertised.listeners, or listeners when unset; a wildcard host is replaced by this
   // machine's host name (as Kafka does).
   std::vector<Listener> advertised_listeners() const;
@@ -114,6 +125,7 @@ class Config {
   std::map<std::string, std::string, std::less<>> values_;
   std::map<std::string, bool, std::less<>> set_;
   std::vector<std::string> ignored_;
+  std::map<std::string, std::string> listener_keys_;
 };
 
 // `shale serve --help` footer: every key with type, default and documentation.

@@ -28,6 +28,7 @@
 #include "app/broker_settings.h"
 #include "app/command.h"
 #include "app/config.h"
+#include "app/security_setup.h"
 #include "app/wal_uri.h"
 #include "base/log.h"
 #include "base/metrics.h"
@@ -375,12 +376,17 @@ int serve_main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
   net::ServerOptions opts;
-  for (const auto& l : cfg.listeners()) opts.listeners.push_back({l.name, l.host, l.port});
+  auto specs = listener_specs(cfg);  // TLS contexts and SASL (docs/security.md)
+  if (!specs.ok()) return fail(specs.error().message, 2);
+  opts.listeners = std::move(specs).value();
   opts.max_request_bytes = cfg.get_int("socket.request.max.bytes");
   opts.idle_timeout_ms = cfg.get_long("connections.max.idle.ms");
   opts.max_inflight_per_connection =
       static_cast<size_t>(cfg.get_int("connection.max.inflight.requests"));
   opts.shutdown_drain_ms = cfg.get_long("shutdown.drain.ms");
+  opts.max_connections_per_ip = cfg.get_int("max.connections.per.ip");
+  opts.max_connections_per_ip_overrides =
+      *parse_ip_overrides(cfg.get_string("max.connections.per.ip.overrides"));  // validated
 
   // Storage and the broker context, before any listener opens. Their blocking start-up (WAL
   // recovery, topic loading) happens here, on the main thread.
@@ -480,6 +486,9 @@ int serve_main(int argc, char** argv) {
     }
   }
   apply_broker_settings(cfg, bc);
+  auto sasl = sasl_settings(cfg);
+  if (!sasl.ok()) return fail(sasl.error().message, 2);
+  bc.sasl = std::move(sasl).value();
   broker::Broker broker(bc, engine->get(), meta->get());
   // On etcd the broker acknowledges only while its lease is surely valid.
   if (lease) broker.set_ack_gate([l = lease.get()] { return l->valid(); });

@@ -22,6 +22,8 @@
 #include <asio/awaitable.hpp>
 #include <asio/thread_pool.hpp>
 
+#include "security/sasl.h"
+
 #include "broker/async.h"
 #include "broker/fetch_session.h"
 #include "broker/producer_ids.h"
@@ -64,6 +66,8 @@ struct BrokerConfig {
   int32_t txn_max_timeout_ms = 900000;        // transaction.max.timeout.ms
   // transaction.abort.timed.out.transaction.cleanup.interval.ms
   int64_t txn_abort_check_interval_ms = 10000;
+  // SASL mechanisms and PLAIN users (security/sasl.h); null = the defaults, no PLAIN users.
+  std::shared_ptr<const security::SaslSettings> sasl;
 };
 
 class Broker {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "broker/handlers.h"
+#include "broker/security_handlers.h"
 #include "broker/txn_handlers.h"
 
 namespace shale::broker {
@@ -85,6 +86,8 @@ void register_broker_handlers(Dispatcher& d, Broker& b) {
                                                                  &handle_describe_transactions);
   add<ListTransactionsRequest, ListTransactionsResponse>(d, b, 0, 2, &handle_list_transactions);
   add<DescribeProducersRequest, DescribeProducersResponse>(d, b, 0, 0, &handle_describe_producers);
+  // SaslHandshake v1, SaslAuthenticate v0-2, Describe/AlterUserScramCredentials v0.
+  register_security_handlers(d, b);
 }
 
 }  // namespace shale::broker

@@ -67,6 +67,10 @@ asio::awaitable<net::Response> Dispatcher::unsupported_api_versions(
 
 asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& conn, Buffer frame,
                                                   net::RequestOrder& order) {
+  if (conn.session->sasl_raw_tokens) {
+    if (!raw_sasl_) co_return net::Response::close_connection();
+    co_return co_await raw_sasl_(conn, std::move(frame));
+  }
   if (frame.size() < 4) {
     co_return reject(bad_request_log_, conn,
                      fmt::format("request of {} bytes has no header", frame.size()));
@@ -82,6 +86,16 @@ asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& con
     co_return reject(bad_request_log_, conn,
                      fmt::format("malformed request header (api key {}, version {}): {}", key,
                                  version, st.error().message));
+  }
+  // A SASL listener serves nothing but the authentication exchange (and ApiVersions) before the
+  // connection has authenticated; anything else closes it, as Kafka does.
+  if (!conn.session->authenticated && key != static_cast<int16_t>(protocol::ApiKey::kApiVersions) &&
+      key != static_cast<int16_t>(protocol::ApiKey::kSaslHandshake) &&
+      key != static_cast<int16_t>(protocol::ApiKey::kSaslAuthenticate)) {
+    const protocol::ApiInfo* info = protocol::find_api(key);
+    co_return reject(unauthenticated_log_, conn,
+                     fmt::format("{} (api key {}) before SASL authentication (ILLEGAL_SASL_STATE)",
+                                 info ? info->name : "unknown api", key));
   }
   const Entry* e = find(key);
   if (e == nullptr) {
@@ -110,6 +124,11 @@ asio::awaitable<net::Response> Dispatcher::handle(const net::ConnectionInfo& con
                      fmt::format("cannot decode or encode {} v{} (correlation id {}): {}",
                                  protocol::api_name(e->key), version, header.correlation_id,
                                  result.error().message));
+  }
+  if (conn.session->close_after_response) {
+    net::Response closing = net::Response::close_connection();
+    if (result->has_value()) closing.frame = std::move(**result);
+    co_return closing;
   }
   if (!result->has_value()) co_return net::Response::none();
   co_return net::Response::reply(std::move(**result));

@@ -84,6 +84,12 @@ class Dispatcher : public net::FrameHandler {
     add_entry(std::move(e));
   }
 
+  // Handles the frames of a connection whose Session::sasl_raw_tokens is set (SaslHandshake v0:
+  // raw SASL tokens follow instead of requests). Set before the server starts.
+  using RawSaslHandler =
+      std::function<asio::awaitable<net::Response>(const net::ConnectionInfo&, Buffer)>;
+  void set_raw_sasl_handler(RawSaslHandler h) { raw_sasl_ = std::move(h); }
+
   // The APIs and version ranges ApiVersions advertises, ordered by key.
   std::vector<ApiRange> supported() const;
   bool handles(protocol::ApiKey key) const { return find(static_cast<int16_t>(key)) != nullptr; }
@@ -132,6 +138,8 @@ class Dispatcher : public net::FrameHandler {
   log::RateLimiter unknown_key_log_{10000};
   log::RateLimiter bad_version_log_{10000};
   log::RateLimiter bad_request_log_{10000};
+  log::RateLimiter unauthenticated_log_{10000};
+  RawSaslHandler raw_sasl_;
 };
 
 }  // namespace shale::broker

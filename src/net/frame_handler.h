@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -25,12 +26,33 @@
 
 namespace shale::net {
 
-// Read-only facts about a connection, valid for the connection's lifetime.
+// Who is on a connection. Created by the server, then changed only by the connection's request
+// handlers (SASL authentication), which run one at a time on the connection's shard.
+struct Session {
+  // Kafka's principal: "User:ANONYMOUS", "User:<certificate subject>" (TLS with a client
+  // certificate) or "User:<name>" once SASL has authenticated.
+  std::string principal = "User:ANONYMOUS";
+  // False on SASL listeners until SaslAuthenticate succeeds: only ApiVersions, SaslHandshake
+  // and SaslAuthenticate are served before.
+  bool authenticated = true;
+  // The SASL exchange in progress, owned by the broker's SASL handlers.
+  std::shared_ptr<void> sasl;
+  // Set by a handler: close the connection once this request's response is written (a failed
+  // authentication, Kafka's behaviour).
+  bool close_after_response = false;
+  // SaslHandshake v0 (before KIP-152): the next frames are raw SASL tokens, not requests.
+  bool sasl_raw_tokens = false;
+};
+
+// Facts about a connection, valid for the connection's lifetime. All but *session are fixed
+// once the connection is open.
 struct ConnectionInfo {
-  uint64_t id = 0;       // unique per server run
-  size_t shard = 0;      // the shard that owns the connection
-  std::string listener;  // listener name, e.g. "PLAINTEXT"
-  std::string peer;      // "host:port" of the client
+  uint64_t id = 0;                              // unique per server run
+  size_t shard = 0;                             // the shard that owns the connection
+  std::string listener;                         // listener name, e.g. "PLAINTEXT"
+  std::string peer;                             // "host:port" of the client
+  std::string security_protocol = "PLAINTEXT";  // PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
+  std::shared_ptr<Session> session = std::make_shared<Session>();
 };
 
 struct Response {

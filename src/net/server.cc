@@ -11,10 +11,12 @@
 #include <asio/post.hpp>
 #include <asio/read.hpp>
 #include <asio/redirect_error.hpp>
+#include <asio/ssl/stream.hpp>
 #include <asio/steady_timer.hpp>
 #include <asio/write.hpp>
 
 #include "base/endian.h"
+#include "security/tls.h"
 
 namespace shale::net {
 
@@ -41,14 +43,23 @@ awaitable<void> park(asio::steady_timer& t) {
 
 }  // namespace
 
-class Connection;
+using TlsStream = asio::ssl::stream<tcp::socket>;
+
+// What the server's registry needs of a connection, whatever its stream type.
+class ConnectionBase {
+ public:
+  virtual ~ConnectionBase() = default;
+  virtual void close() = 0;
+};
 
 struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   Impl(ServerOptions o, ShardPool& p, FrameHandler& h)
       : opts(std::move(o)), pool(p), handler(h), registry(p.size()) {}
 
   awaitable<void> accept_loop(size_t idx);
-  void connection_gone();
+  void connection_gone(const std::string& ip);
+  // max.connections.per.ip: counts one more connection from `ip`, or returns false at the cap.
+  bool admit(const std::string& ip);
 
   ServerOptions opts;
   ShardPool& pool;
@@ -56,7 +67,7 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   std::vector<std::unique_ptr<tcp::acceptor>> acceptors;  // owned by shard 0 once started
   std::vector<tcp::endpoint> endpoints;
   // Per shard: the open connections, touched only on that shard's thread.
-  std::vector<std::unordered_map<uint64_t, std::weak_ptr<Connection>>> registry;
+  std::vector<std::unordered_map<uint64_t, std::weak_ptr<ConnectionBase>>> registry;
   std::atomic<size_t> open{0};
   std::atomic<uint64_t> accepted{0};
   std::atomic<uint64_t> next_id{1};
@@ -66,6 +77,10 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   log::RateLimiter bad_frame_log{10000};
   log::RateLimiter handler_error_log{10000};
   log::RateLimiter accept_error_log{10000};
+  log::RateLimiter handshake_log{10000};
+  log::RateLimiter principal_log{10000};
+  log::RateLimiter per_ip_log{10000};
+  std::unordered_map<std::string, int32_t> per_ip;  // open connections by address, under mu
   std::mutex mu;
   std::condition_variable cv;  // signalled when `open` or `accept_loops` drops
   bool started = false;
@@ -73,10 +88,20 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
 
 // One client connection. Lives on its shard; its coroutines (reader, writer, idle watchdog and
 // one per in-flight request) each hold a shared_ptr, so it is destroyed after the last ends.
-class Connection : public std::enable_shared_from_this<Connection> {
+// `Stream` is tcp::socket (plaintext: reads and writes go straight to the socket) or an Asio
+// SSL stream over one (TLS); the request path is the same code for both.
+template <typename Stream>
+class Connection final : public ConnectionBase,
+                         public std::enable_shared_from_this<Connection<Stream>> {
+  static constexpr bool kTls = !std::is_same_v<Stream, tcp::socket>;
+  using std::enable_shared_from_this<Connection<Stream>>::shared_from_this;
+
  public:
-  Connection(std::shared_ptr<Server::Impl> srv, tcp::socket sock, ConnectionInfo info)
-      : srv_(std::move(srv)),
+  Connection(std::shared_ptr<Server::Impl> srv, Stream sock, ConnectionInfo info, std::string ip,
+             std::shared_ptr<const security::PrincipalMapper> mapper = nullptr)
+      : ip_(std::move(ip)),
+        mapper_(std::move(mapper)),
+        srv_(std::move(srv)),
         socket_(std::move(sock)),
         info_(std::move(info)),
         writer_wake_(socket_.get_executor()),
@@ -86,7 +111,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   ~Connection() {
     if (opened_) srv_->handler.on_close(info_);
-    srv_->connection_gone();
+    srv_->connection_gone(ip_);
   }
 
   // On the owning shard.
@@ -97,21 +122,20 @@ class Connection : public std::enable_shared_from_this<Connection> {
       return;
     }
     srv_->registry[info_.shard][info_.id] = self;
-    opened_ = true;
-    srv_->handler.on_open(info_);
-    auto ex = socket_.get_executor();
-    asio::co_spawn(ex, read_loop(self), asio::detached);
-    asio::co_spawn(ex, write_loop(self), asio::detached);
-    if (srv_->opts.idle_timeout_ms > 0) asio::co_spawn(ex, idle_loop(self), asio::detached);
+    if constexpr (kTls) {
+      asio::co_spawn(socket_.get_executor(), handshake(self), asio::detached);
+    } else {
+      run(std::move(self));
+    }
   }
 
   // Idempotent; on the owning shard. Pending reads/writes/waits complete with an error.
-  void close() {
+  void close() override {
     if (closed_) return;
     closed_ = true;
     std::error_code ec;
-    socket_.shutdown(tcp::socket::shutdown_both, ec);
-    socket_.close(ec);
+    socket_.lowest_layer().shutdown(tcp::socket::shutdown_both, ec);
+    socket_.lowest_layer().close(ec);
     writer_wake_.cancel();
     reader_wake_.cancel();
     idle_timer_.cancel();
@@ -137,6 +161,59 @@ class Connection : public std::enable_shared_from_this<Connection> {
     Response resp;
     std::array<uint8_t, 4> prefix{};
   };
+
+  // The connection is ready for requests (after the TLS handshake, if any).
+  void run(std::shared_ptr<Connection> self) {
+    opened_ = true;
+    srv_->handler.on_open(info_);
+    auto ex = socket_.get_executor();
+    asio::co_spawn(ex, read_loop(self), asio::detached);
+    asio::co_spawn(ex, write_loop(self), asio::detached);
+    if (srv_->opts.idle_timeout_ms > 0) asio::co_spawn(ex, idle_loop(self), asio::detached);
+  }
+
+  // TLS: the handshake, bounded by tls_handshake_timeout_ms; a failure (garbage, a plaintext
+  // client, an untrusted or missing client certificate) closes only this connection.
+  awaitable<void> handshake(std::shared_ptr<Connection> self) {
+    idle_timer_.expires_after(std::chrono::milliseconds(srv_->opts.tls_handshake_timeout_ms));
+    bool timed_out = false;
+    idle_timer_.async_wait([this, self, &timed_out](std::error_code ec) {
+      if (ec || closed_ || handshake_done_) return;
+      timed_out = true;
+      close();
+    });
+    std::error_code ec;
+    co_await socket_.async_handshake(asio::ssl::stream_base::server,
+                                     asio::redirect_error(use_awaitable, ec));
+    handshake_done_ = true;
+    idle_timer_.cancel();
+    if (ec || closed_) {
+      uint64_t suppressed = 0;
+      if (!srv_->stopping.load() && srv_->handshake_log.allow(&suppressed)) {
+        spdlog::warn("TLS handshake with {} ({}) failed: {}; closing it{}", info_.peer,
+                     info_.listener, timed_out ? "timed out" : ec.message(),
+                     suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      close();
+      co_return;
+    }
+    last_activity_ = Clock::now();
+    auto principal = security::tls_principal(socket_.native_handle(), mapper_.get());
+    if (!principal) {
+      uint64_t suppressed = 0;
+      if (srv_->principal_log.allow(&suppressed)) {
+        spdlog::warn(
+            "closing TLS connection from {} ({}): no ssl.principal.mapping.rules rule "
+            "matches its certificate subject{}",
+            info_.peer, info_.listener,
+            suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      close();
+      co_return;
+    }
+    info_.session->principal = std::move(*principal);
+    run(std::move(self));
+  }
 
   void bad_frame(const char* what, int64_t size) {
     uint64_t suppressed = 0;
@@ -183,11 +260,12 @@ class Connection : public std::enable_shared_from_this<Connection> {
         bad_frame("oversized", size);
         break;
       }
-      if (size > 64 * 1024) {
+      if (!kTls && size > 64 * 1024) {
         // Allocate a large frame only once its body starts arriving, so that a client cannot
-        // pin big buffers with size prefixes alone.
-        co_await socket_.async_wait(tcp::socket::wait_read,
-                                    asio::redirect_error(use_awaitable, ec));
+        // pin big buffers with size prefixes alone. (Under TLS the body may already sit
+        // decrypted in the stream, invisible to a socket wait.)
+        co_await socket_.lowest_layer().async_wait(tcp::socket::wait_read,
+                                                   asio::redirect_error(use_awaitable, ec));
         if (ec || closed_) break;
       }
       // The frame's one allocation; it becomes the Buffer owner, so later stages slice it.
@@ -333,8 +411,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
     }
   }
 
+  std::string ip_;                                           // for max.connections.per.ip
+  std::shared_ptr<const security::PrincipalMapper> mapper_;  // TLS only
   std::shared_ptr<Server::Impl> srv_;
-  tcp::socket socket_;
+  Stream socket_;
   ConnectionInfo info_;
   asio::steady_timer writer_wake_;
   asio::steady_timer reader_wake_;
@@ -349,20 +429,40 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // A handler asked to close: requests after it are never started.
   bool stop_starting_ = false;
   bool opened_ = false;
+  bool handshake_done_ = false;
   bool closed_ = false;
   bool close_requested_ = false;
 };
 
-void Server::Impl::connection_gone() {
+void Server::Impl::connection_gone(const std::string& ip) {
   std::lock_guard lk(mu);
   --open;
+  if (auto it = per_ip.find(ip); it != per_ip.end() && --it->second <= 0) per_ip.erase(it);
   cv.notify_all();
+}
+
+bool Server::Impl::admit(const std::string& ip) {
+  int32_t limit = opts.max_connections_per_ip;
+  if (auto o = opts.max_connections_per_ip_overrides.find(ip);
+      o != opts.max_connections_per_ip_overrides.end()) {
+    limit = o->second;
+  }
+  std::lock_guard lk(mu);
+  int32_t& n = per_ip[ip];
+  if (n >= limit) {
+    if (n == 0) per_ip.erase(ip);
+    return false;
+  }
+  ++n;
+  ++open;
+  return true;
 }
 
 awaitable<void> Server::Impl::accept_loop(size_t idx) {
   auto self = shared_from_this();
   tcp::acceptor& acc = *acceptors[idx];
-  const std::string& listener = opts.listeners[idx].name;
+  const ListenerSpec& spec = opts.listeners[idx];
+  const std::string& listener = spec.name;
   asio::steady_timer backoff(acc.get_executor());
   while (!stopping.load()) {
     size_t target = round_robin.fetch_add(1) % pool.size();
@@ -383,15 +483,33 @@ awaitable<void> Server::Impl::accept_loop(size_t idx) {
     info.id = next_id.fetch_add(1);
     info.shard = target;
     info.listener = listener;
+    info.security_protocol = spec.security_protocol;
     auto peer = sock.remote_endpoint(opt_ec);
     info.peer = opt_ec ? "?" : endpoint_string(peer);
-    {
-      std::lock_guard lk(mu);
-      ++open;
+    std::string ip = opt_ec ? "?" : peer.address().to_string();
+    if (!admit(ip)) {
+      uint64_t suppressed = 0;
+      if (per_ip_log.allow(&suppressed)) {
+        spdlog::warn("closing connection from {} ({}): max.connections.per.ip reached{}", info.peer,
+                     listener,
+                     suppressed ? fmt::format(" [{} similar suppressed]", suppressed) : "");
+      }
+      sock.close(opt_ec);
+      continue;
     }
+    info.session = std::make_shared<Session>();
+    info.session->authenticated = !spec.sasl;
     ++accepted;
-    auto conn = std::make_shared<Connection>(self, std::move(sock), std::move(info));
-    pool.post(target, [conn] { conn->start(); });
+    if (spec.tls) {
+      auto conn = std::make_shared<Connection<TlsStream>>(
+          self, TlsStream(std::move(sock), *spec.tls), std::move(info), std::move(ip),
+          spec.principal_mapper);
+      pool.post(target, [conn] { conn->start(); });
+    } else {
+      auto conn = std::make_shared<Connection<tcp::socket>>(self, std::move(sock), std::move(info),
+                                                            std::move(ip));
+      pool.post(target, [conn] { conn->start(); });
+    }
   }
   std::lock_guard lk(mu);
   --accept_loops;
@@ -484,7 +602,7 @@ void Server::stop() {
   });
   for (size_t i = 0; i < s.pool.size(); ++i) {
     s.pool.post(i, [impl, i] {
-      std::vector<std::shared_ptr<Connection>> conns;
+      std::vector<std::shared_ptr<ConnectionBase>> conns;
       for (auto& [id, weak] : impl->registry[i]) {
         if (auto c = weak.lock()) conns.push_back(std::move(c));
       }

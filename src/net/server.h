@@ -13,23 +13,34 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include <asio/ip/tcp.hpp>
+#include <asio/ssl/context.hpp>
 
 #include "base/log.h"
 #include "base/result.h"
 #include "net/frame_handler.h"
 #include "net/shard_pool.h"
+#include "security/tls.h"
 
 namespace shale::net {
 
 struct ListenerSpec {
-  std::string name = "PLAINTEXT";  // security protocol / listener name
+  std::string name = "PLAINTEXT";  // listener name
   std::string host;                // empty or "0.0.0.0" = all IPv4 interfaces
   uint16_t port = 0;               // 0 = pick a free port (tests)
+  // PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL (listener.security.protocol.map).
+  std::string security_protocol = "PLAINTEXT";
+  // SSL / SASL_SSL: the listener's TLS context (security/tls.h); null = plaintext.
+  std::shared_ptr<asio::ssl::context> tls;
+  // ssl.principal.mapping.rules of a TLS listener; null = Kafka's DEFAULT (the subject).
+  std::shared_ptr<const security::PrincipalMapper> principal_mapper;
+  // SASL_*: connections start unauthenticated (Session::authenticated = false).
+  bool sasl = false;
 };
 
 struct ServerOptions {
@@ -37,7 +48,13 @@ struct ServerOptions {
   int32_t max_request_bytes = 104857600;  // socket.request.max.bytes
   int64_t idle_timeout_ms = 600000;       // connections.max.idle.ms; <= 0 disables
   size_t max_inflight_per_connection = 32;
-  int64_t shutdown_drain_ms = 5000;  // how long stop() lets in-flight handlers finish
+  int64_t shutdown_drain_ms = 5000;          // how long stop() lets in-flight handlers finish
+  int64_t tls_handshake_timeout_ms = 10000;  // a TLS handshake not done by then closes
+  // max.connections.per.ip: a client address with this many open connections has further
+  // ones closed at accept; per-address exceptions in max_connections_per_ip_overrides
+  // (max.connections.per.ip.overrides, by IP address).
+  int32_t max_connections_per_ip = INT32_MAX;
+  std::map<std::string, int32_t> max_connections_per_ip_overrides;
 };
 
 class Server {

@@ -272,11 +272,28 @@ TEST(Listeners, ParsesKafkaSyntax) {
   EXPECT_EQ((*r)[2].to_string(), "V6://[::1]:9094");
 }
 
+TEST(Listeners, SecurityProtocolsComeFromTheMap) {
+  auto c = Config::load(props(
+      {{"listeners", "SSL://:1,EXTERNAL://:2,SASL_SSL://:3,OTHER://:4"},
+       {"listener.security.protocol.map", "SSL:SSL,EXTERNAL:SASL_PLAINTEXT,SASL_SSL:SASL_SSL"},
+       {"listener.name.external.plain.sasl.jaas.config", "x"},
+       {"listener.name.ssl.ssl.client.auth", "required"}}));
+  ASSERT_TRUE(c.ok()) << c.error().message;
+  EXPECT_EQ(c->security_protocol("SSL"), "SSL");
+  EXPECT_EQ(c->security_protocol("EXTERNAL"), "SASL_PLAINTEXT");
+  EXPECT_EQ(c->security_protocol("OTHER"), "PLAINTEXT");
+  EXPECT_EQ(c->listener_value("EXTERNAL", "plain.sasl.jaas.config"), "x");
+  EXPECT_EQ(c->listener_value("SSL", "ssl.client.auth"), "required");
+  EXPECT_EQ(c->listener_value("SASL_SSL", "ssl.client.auth"), "none");
+  EXPECT_TRUE(c->ignored_keys().empty());
+  EXPECT_NE(load_error(props({{"listener.security.protocol.map", "A:TLS"}})).find("protocol"),
+            std::string::npos);
+}
+
 TEST(Listeners, RejectsMalformedEntries) {
-  for (const char* bad :
-       {"127.0.0.1:9092", "PLAINTEXT://127.0.0.1", "PLAINTEXT://127.0.0.1:99999",
-        "PLAINTEXT://127.0.0.1:port", "plaintext://h:1", "SSL://h:9093", "PLAINTEXT://::1:9092",
-        "PLAINTEXT://[::1]9092", "PLAINTEXT://a:1,PLAINTEXT://b:2", "://h:1"}) {
+  for (const char* bad : {"127.0.0.1:9092", "PLAINTEXT://127.0.0.1", "PLAINTEXT://127.0.0.1:99999",
+                          "PLAINTEXT://127.0.0.1:port", "plaintext://h:1", "PLAINTEXT://::1:9092",
+                          "PLAINTEXT://[::1]9092", "PLAINTEXT://a:1,PLAINTEXT://b:2", "://h:1"}) {
     EXPECT_FALSE(parse_listeners(bad).ok()) << bad;
   }
   std::string e = load_error(props({{"listeners", "PLAINTEXT://127.0.0.1:http"}}));

@@ -246,6 +246,11 @@ TEST_F(RouterTest, AdvertisedVersionsAreTheHandlersNotTheSchemas) {
       {ApiKey::kDescribeTransactions, {0, 0}},
       {ApiKey::kListTransactions, {0, 2}},
       {ApiKey::kDescribeProducers, {0, 0}},
+      {ApiKey::kSaslHandshake, {0, 1}},
+      {ApiKey::kSaslAuthenticate, {0, 2}},
+      {ApiKey::kDescribeUserScramCredentials, {0, 0}},
+      {ApiKey::kAlterUserScramCredentials, {0, 0}},
+      {ApiKey::kDescribeClientQuotas, {0, 1}},
   };
   std::map<ApiKey, std::pair<int16_t, int16_t>> got;
   for (const auto& a : dispatcher().supported()) got[a.key] = {a.min_version, a.max_version};
