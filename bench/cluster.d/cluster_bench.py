@@ -181,7 +181,7 @@ def main():
         def owner():
             kvs = etcd_range(etcd, "it/shale/assign/")
             for k, (v, _) in kvs.items():
-                if k.endswith("/0") and v["state"] == "OWNED":
+                if k.endswith("/0") and "/groups/" not in k and v["state"] == "OWNED":
                     return v["owner"], v["leader_epoch"]
             return None
 

@@ -397,6 +397,12 @@ const std::vector<ConfigKey> kKeys = {
      "time trigger.",
      0, INT64_MAX},
     // --- Consumer groups (Kafka's names and defaults) ---
+    {"offsets.topic.num.partitions", ConfigType::kInt, "50", "Groups",
+     "Cluster mode: how many shards the consumer groups are split into (a group's shard is "
+     "Kafka's abs(hashCode) modulo this, as for __consumer_offsets). Each shard is coordinated "
+     "by one broker and moves like a partition. Every broker of a cluster must use the same "
+     "value (checked at start-up against the cluster's identity record).",
+     1, 1000},
     {"group.initial.rebalance.delay.ms", ConfigType::kInt, "3000", "Groups",
      "How long the first rebalance of an empty classic group waits for more members to join.", 0,
      INT32_MAX},

@@ -408,7 +408,8 @@ int serve_main(int argc, char** argv) {
   const bool cluster_mode = msc.uri != "sqlite";
   const cluster::Keys cluster_keys(broker::BrokerConfig{}.ns);
   if (cluster_mode) {
-    auto st = cluster::check_identity(meta->get(), cluster_keys, *cluster_id, buckets.front());
+    auto st = cluster::check_identity(meta->get(), cluster_keys, *cluster_id, buckets.front(),
+                                      cfg.get_int("offsets.topic.num.partitions"));
     if (!st.ok()) return fail("cluster identity: " + st.error().message);
   }
   // On etcd the broker holds a lease (a lost lease is granted again once etcd answers). In
@@ -497,6 +498,7 @@ int serve_main(int argc, char** argv) {
   if (member) {
     broker::Ownership::Options oo;
     oo.failover_grace_ms = lease->ttl_ms() + 1000;
+    oo.group_shards = cfg.get_int("offsets.topic.num.partitions");
     oo.recover_wal = [&cfg, objects = store->get(), m = meta->get()](
                          int32_t node, const std::string& uri) -> Status {
       // Replays the dead broker's WAL as its own restart would: open an engine as that node
@@ -554,6 +556,8 @@ int serve_main(int argc, char** argv) {
   gcfg.coordinator.node_id = cfg.get_int("node.id");
   gcfg.meta_root = bc.ns + "/groups/";
   apply_group_settings(cfg, gcfg.coordinator);
+  // Cluster mode: groups are sharded; this broker serves the shards it owns (ownership).
+  if (ownership) gcfg.coordinator.shards = cfg.get_int("offsets.topic.num.partitions");
   {
     const auto& eps0 = broker.config().endpoints;
     if (!eps0.empty()) {
@@ -569,29 +573,21 @@ int serve_main(int argc, char** argv) {
   }
   broker::register_group_handlers(dispatcher, groups.handlers());
   if (ownership) {
-    // Cluster mode: the controller coordinates every group (it loads them when it takes
-    // office); FindCoordinator elsewhere points at it.
+    // Cluster mode: each group shard is coordinated by the broker that owns its record;
+    // FindCoordinator names that broker (at its address on this broker's first listener name).
     groups.handlers().set_locator(
-        [o = ownership.get(), me = bc.node_id,
-         name = bc.endpoints.empty() ? std::string() : bc.endpoints.front().listener]()
-            -> std::optional<broker::GroupHandlers::RemoteCoordinator> {
-          const int32_t c = o->controller_id();
-          if (c < 0 || c == me) return std::nullopt;
+        [o = ownership.get(),
+         name = bc.endpoints.empty() ? std::string() : bc.endpoints.front().listener](
+            const std::string& group) -> std::optional<broker::GroupHandlers::RemoteCoordinator> {
+          const int32_t c = o->group_coordinator(group).id;
+          if (c < 0) return std::nullopt;
           auto e = o->endpoint(c, name);
           if (!e) return std::nullopt;
           return broker::GroupHandlers::RemoteCoordinator{c, e->host, e->port};
         });
-    ownership->set_controller_hook([g = &groups](bool controller) {
-      auto& c = g->coordinator();
-      if (controller && !c.loaded()) {
-        if (auto st = c.load(); !st.ok())
-          spdlog::error("loading consumer groups: {}", st.error().to_string());
-        else
-          spdlog::info("coordinating consumer groups (this broker is the controller)");
-      } else if (!controller && c.loaded()) {
-        c.unload();
-      }
-    });
+    ownership->set_group_shard_hooks(
+        [g = &groups](int32_t shard) { return g->coordinator().load_shard(shard); },
+        [g = &groups](int32_t shard) { g->coordinator().unload_shard(shard); });
     ownership->kick();
   }
   // Transactions: committed transactions make their offsets visible in the group coordinator;

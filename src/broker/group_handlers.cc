@@ -145,15 +145,20 @@ asio::awaitable<protocol::FindCoordinatorResponse> GroupHandlers::find_coordinat
     c.error_message = std::move(message);
     return c;
   };
-  std::optional<RemoteCoordinator> remote;
-  if (key_type == kCoordinatorKeyGroup && locator_) remote = locator_();
-  if (remote) {
+  if (key_type == kCoordinatorKeyGroup && locator_) {
+    // Cluster mode: the broker that owns the group's shard (this one or another).
     for (auto& k : keys) {
+      auto r = locator_(k);
+      if (!r) {
+        coords.push_back(fail(std::move(k), err::kCoordinatorNotAvailable,
+                              "no live broker coordinates this group's shard yet"));
+        continue;
+      }
       Coord c;
       c.key = std::move(k);
-      c.node_id = remote->node_id;
-      c.host = remote->host;
-      c.port = remote->port;
+      c.node_id = r->node_id;
+      c.host = r->host;
+      c.port = r->port;
       coords.push_back(std::move(c));
     }
   } else if (key_type == kCoordinatorKeyGroup) {

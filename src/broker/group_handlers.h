@@ -94,14 +94,15 @@ class GroupHandlers {
 
   asio::awaitable<protocol::FindCoordinatorResponse> find_coordinator(
       GroupRequestInfo info, protocol::FindCoordinatorRequest req);
-  // Cluster mode: where group coordination runs when not here (node id, host, port), or
-  // nullopt when it runs here or nowhere yet. Set before serving.
+  // Cluster mode: which broker coordinates a group (node id, host, port; possibly this one),
+  // or nullopt while no live broker does (COORDINATOR_NOT_AVAILABLE). Set before serving.
   struct RemoteCoordinator {
     int32_t node_id = -1;
     std::string host;
     int32_t port = -1;
   };
-  void set_locator(std::function<std::optional<RemoteCoordinator>()> f) { locator_ = std::move(f); }
+  using Locator = std::function<std::optional<RemoteCoordinator>(const std::string& group)>;
+  void set_locator(Locator f) { locator_ = std::move(f); }
   // FindCoordinator for transactions answers COORDINATOR_NOT_AVAILABLE with this message when
   // set (cluster mode: the transaction coordinator writes its markers only into partitions of
   // its own broker, so it does not run there yet). Set before serving.
@@ -128,7 +129,7 @@ class GroupHandlers {
                                                                 protocol::DeleteGroupsRequest req);
 
  private:
-  std::function<std::optional<RemoteCoordinator>()> locator_;
+  Locator locator_;
   std::string txn_unavailable_;
   // Runs fn() on the worker pool, then on_call_, and resumes on the caller's executor.
   // fn must capture only `this` and pointers into the awaiting coroutine's frame (which lives

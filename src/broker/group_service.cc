@@ -17,11 +17,13 @@ GroupService::GroupService(GroupServiceConfig cfg, meta::MetaStore* meta,
 GroupService::~GroupService() { stop(); }
 
 Status GroupService::start() {
-  SHALE_TRY(coordinator_.load());
+  // Sharded (cluster mode): shards are loaded one by one as this broker is given them.
+  if (cfg_.coordinator.shards <= 0) SHALE_TRY(coordinator_.load());
   ticker_.start();
   started_ = true;
-  spdlog::info("group coordinator loaded (node {}, {}:{})", cfg_.coordinator.node_id,
-               cfg_.coordinator.host, cfg_.coordinator.port);
+  if (cfg_.coordinator.shards <= 0)
+    spdlog::info("group coordinator loaded (node {}, {}:{})", cfg_.coordinator.node_id,
+                 cfg_.coordinator.host, cfg_.coordinator.port);
   return ok_status();
 }
 
@@ -30,6 +32,7 @@ void GroupService::stop() {
   started_ = false;
   ticker_.stop();
   coordinator_.unload();
+  for (int32_t s : coordinator_.loaded_shards()) coordinator_.unload_shard(s);
 }
 
 }  // namespace shale::broker

@@ -10,6 +10,7 @@
 #include "broker/broker.h"
 #include "cluster/moves.h"
 #include "cluster/placement.h"
+#include "group/coordinator.h"
 
 namespace shale::broker {
 
@@ -44,6 +45,9 @@ std::map<int32_t, Failover> read_failovers(meta::MetaStore& store, const cluster
   }
   return out;
 }
+
+bool is_group_shard(const PartitionKey& k) { return k.first == Ownership::kGroupShards; }
+bool is_partition(const PartitionKey& k) { return k.first != Ownership::kGroupShards; }
 
 }  // namespace
 
@@ -130,7 +134,7 @@ Status Ownership::place(const Topic& t, int32_t first, int32_t count) {
   if (count <= 0) return ok_status();
   auto ids = live_ids();
   if (ids.empty()) ids.insert(member_->id());
-  auto owned = table_->owned_counts(std::vector<int32_t>(ids.begin(), ids.end()));
+  auto owned = table_->owned_counts(std::vector<int32_t>(ids.begin(), ids.end()), is_partition);
   const std::string hex = topic_id_hex(t.id);
   auto r = cluster::create_assignments(&b_->meta(), member_->keys(), hex, first, count, owned);
   if (!r.ok()) {
@@ -213,6 +217,17 @@ Result<Assignment> Ownership::cancel(const protocol::Uuid& topic_id, int32_t par
   return cluster::cancel_move(&b_->meta(), member_->keys(), topic_id_hex(topic_id), partition);
 }
 
+Ownership::Leader Ownership::group_coordinator(const std::string& group) const {
+  Leader out;
+  if (opts_.group_shards <= 0) return out;
+  auto a = table_->get(kGroupShards, group::Coordinator::shard_of(group, opts_.group_shards));
+  if (!a) return out;
+  out.epoch = a->leader_epoch;
+  if (a->state == Assignment::State::kReleased) return out;
+  if (member_->live().contains(a->owner)) out.id = a->owner;
+  return out;
+}
+
 std::map<PartitionKey, Assignment> Ownership::ongoing() const {
   std::map<PartitionKey, Assignment> out;
   for (auto& [k, a] : table_->all()) {
@@ -222,6 +237,12 @@ std::map<PartitionKey, Assignment> Ownership::ongoing() const {
 }
 
 void Ownership::run() {
+  {
+    // Nothing before the first kick(): the topics are loaded and the hooks set by then.
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return stop_ || all_pending_; });
+    if (stop_) return;
+  }
   int64_t next_full = 0;
   while (true) {
     std::set<PartitionKey> work;
@@ -263,6 +284,7 @@ void Ownership::run() {
       for (const auto& t : b_->topics().list()) {
         for (const auto& p : t->partitions) work.insert({topic_id_hex(t->id), p->index()});
       }
+      for (int32_t g = 0; g < opts_.group_shards; ++g) work.insert({kGroupShards, g});
     }
     // Failover steps every tick: they are on the path of a dead broker's partitions.
     for (int32_t id : live_ids()) seen_live_.insert(id);
@@ -278,6 +300,7 @@ void Ownership::run() {
 }
 
 void Ownership::reconcile(const PartitionKey& k) {
+  if (k.first == kGroupShards) return reconcile_group_shard(k.second);
   const int32_t me = member_->id();
   protocol::Uuid id;
   if (!parse_topic_id_hex(k.first, id)) return;
@@ -358,6 +381,66 @@ void Ownership::reconcile(const PartitionKey& k) {
   }
 }
 
+// A group coordinator shard follows its record like a partition, without a stream: the owner
+// loads the shard's groups from the MetaStore; a move unloads them (parked joins and syncs
+// answer NOT_COORDINATOR, so members find the new coordinator) before RELEASED, and the target
+// loads them after taking the record over.
+void Ownership::reconcile_group_shard(int32_t shard) {
+  if (shard < 0 || shard >= opts_.group_shards || !load_group_shard_) return;
+  const int32_t me = member_->id();
+  auto a = table_->get(kGroupShards, shard);
+  const bool loaded = loaded_shards_.contains(shard);
+  auto unload = [&] {
+    unload_group_shard_(shard);
+    loaded_shards_.erase(shard);
+  };
+  if (!a) {
+    if (loaded) unload();
+    return;
+  }
+  const bool mine = a->owner == me && a->state != Assignment::State::kReleased;
+  if (mine) {
+    if (a->state == Assignment::State::kMoving && a->target != me) {
+      if (loaded) unload();
+      auto r = cluster::release(&b_->meta(), member_->keys(), kGroupShards, shard, me);
+      if (!r.ok()) {
+        spdlog::warn("cluster: releasing group shard {}: {}", shard, r.error().to_string());
+        on_assignment({kGroupShards, shard});
+        return;
+      }
+      spdlog::info("cluster: released group shard {} to broker {}", shard, a->target);
+      return;
+    }
+    if (!loaded) {
+      if (auto st = load_group_shard_(shard); !st.ok()) {
+        spdlog::warn("cluster: loading group shard {}: {}", shard, st.error().to_string());
+        return;  // the next sweep retries
+      }
+      loaded_shards_.insert(shard);
+    }
+    return;
+  }
+  if (a->state == Assignment::State::kReleased && a->target == me) {
+    auto r = cluster::take_over(&b_->meta(), member_->keys(), kGroupShards, shard, me);
+    if (!r.ok()) {
+      spdlog::warn("cluster: taking over group shard {}: {}", shard, r.error().to_string());
+      return;
+    }
+    if (auto st = load_group_shard_(shard); !st.ok()) {
+      spdlog::warn("cluster: loading group shard {}: {}", shard, st.error().to_string());
+      return;
+    }
+    loaded_shards_.insert(shard);
+    spdlog::info("cluster: took over group shard {} from broker {}", shard, a->owner);
+    return;
+  }
+  if (loaded) {
+    spdlog::info("cluster: group shard {} is owned by broker {} now; unloading it", shard,
+                 a->owner);
+    unload();
+  }
+}
+
 void Ownership::controller_duties() {
   auto& store = b_->meta();
   const auto& keys = member_->keys();
@@ -379,12 +462,74 @@ void Ownership::controller_duties() {
       const int64_t since = seen == missing_since_.end() ? now : seen->second;
       still_missing[key] = since;
       if (now - since < 5000) continue;
-      auto owned = table_->owned_counts(std::vector<int32_t>(live.begin(), live.end()));
+      auto owned =
+          table_->owned_counts(std::vector<int32_t>(live.begin(), live.end()), is_partition);
       auto r = cluster::create_assignments(&store, keys, hex, p->index(), 1, owned);
       if (r.ok()) spdlog::info("cluster: placed {}-{} (it had no owner)", t->name, p->index());
     }
   }
   missing_since_ = std::move(still_missing);
+  // Group coordinator shards without a record (a new cluster): placed at once.
+  std::optional<std::map<int32_t, int64_t>> shard_counts;
+  for (int32_t g = 0; g < opts_.group_shards; ++g) {
+    if (all.contains({kGroupShards, g})) continue;
+    if (!shard_counts)
+      shard_counts =
+          table_->owned_counts(std::vector<int32_t>(live.begin(), live.end()), is_group_shard);
+    auto r = cluster::create_assignments(&store, keys, kGroupShards, g, 1, *shard_counts);
+    if (r.ok()) ++(*shard_counts)[r->assignments.front().owner];
+  }
+
+  // Group shards spread evenly over the live brokers: a broker that joins (or the first ones
+  // to start, which got every shard) takes its share. Shards move only while none is moving.
+  if (opts_.group_shards > 0) {
+    bool settled = true;
+    std::map<int32_t, std::vector<int32_t>> by_owner;
+    for (int32_t id : live) by_owner[id];
+    int32_t present = 0;
+    for (const auto& [k, a] : all) {
+      if (k.first != kGroupShards) continue;
+      ++present;
+      if (a.state != Assignment::State::kOwned || !live.contains(a.owner)) {
+        settled = false;
+        continue;
+      }
+      by_owner[a.owner].push_back(k.second);
+    }
+    if (settled && present == opts_.group_shards) {
+      const auto n = static_cast<int32_t>(live.size());
+      const int32_t floor = opts_.group_shards / n;
+      const int32_t ceil = floor + (opts_.group_shards % n != 0 ? 1 : 0);
+      std::vector<int32_t> spare;  // shards above the ceiling, or above the floor if needed
+      for (auto& [id, shards] : by_owner) {
+        while (static_cast<int32_t>(shards.size()) > ceil) {
+          spare.push_back(shards.back());
+          shards.pop_back();
+        }
+      }
+      for (auto& [id, shards] : by_owner) {
+        while (static_cast<int32_t>(shards.size()) < floor) {
+          if (spare.empty()) {
+            // Take one from a broker at the ceiling.
+            for (auto& [other, os] : by_owner) {
+              if (other != id && static_cast<int32_t>(os.size()) > floor) {
+                spare.push_back(os.back());
+                os.pop_back();
+                break;
+              }
+            }
+            if (spare.empty()) break;
+          }
+          const int32_t shard = spare.back();
+          spare.pop_back();
+          shards.push_back(shard);
+          auto r = cluster::request_move(&store, keys, kGroupShards, shard, id, live);
+          if (r.ok())
+            spdlog::info("cluster: moving group shard {} to broker {} (balance)", shard, id);
+        }
+      }
+    }
+  }
 
   // A RELEASED partition whose target died before taking it over goes back to its owner.
   for (const auto& [k, a] : all) {
@@ -425,7 +570,8 @@ void Ownership::controller_duties() {
     for (const auto& [k, a] : all) {
       if (a.owner != d) continue;
       if (a.state == Assignment::State::kReleased && live.contains(a.target)) continue;
-      auto owned = table_->owned_counts(targets);
+      auto owned =
+          table_->owned_counts(targets, k.first == kGroupShards ? is_group_shard : is_partition);
       auto placed = cluster::place(owned, 1);
       if (!placed.ok()) {
         all_moved = false;

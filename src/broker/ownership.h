@@ -57,7 +57,13 @@ class Ownership {
     // held, as that broker would at its own restart. Blocking. Unset: failover is refused
     // (partitions of a dead broker stay unavailable until it returns).
     std::function<Status(int32_t node, const std::string& wal_uri)> recover_wal;
+    // Group coordinator shards (offsets.topic.num.partitions): each is an assignment record
+    // `<ns>/assign/groups/<shard>` owned and moved like a partition (set_group_shard_hooks).
+    // 0: no group shards.
+    int32_t group_shards = 0;
   };
+  // The assignment "topic" of the group coordinator shards (not a topic id: never hex).
+  static constexpr const char* kGroupShards = "groups";
 
   // Starts the watches and the driver. Call after the Broker is constructed and before
   // Broker::start() (it puts the TopicManager in cluster mode); kick() after the topics loaded.
@@ -71,6 +77,13 @@ class Ownership {
   // controller, and once at the first tick. Group coordination follows the controller. Set
   // before kick().
   void set_controller_hook(std::function<void(bool)> f) { controller_hook_ = std::move(f); }
+  // What serves (load, blocking) or gives up (unload) one group coordinator shard here. Set
+  // before kick(): the driver does nothing until the first kick().
+  void set_group_shard_hooks(std::function<Status(int32_t)> load,
+                             std::function<void(int32_t)> unload) {
+    load_group_shard_ = std::move(load);
+    unload_group_shard_ = std::move(unload);
+  }
 
   // Reconciles every partition now (after the topics loaded).
   void kick();
@@ -82,6 +95,8 @@ class Ownership {
     int32_t epoch = 0;
   };
   Leader leader(const protocol::Uuid& topic_id, int32_t partition) const;
+  // The broker coordinating a consumer group: the live owner of its shard (id -1: none).
+  Leader group_coordinator(const std::string& group) const;
   // This broker is about to serve the partition: it owns it (OWNED or MOVING) or it is the
   // target of a RELEASED record. Produce waits briefly for the open instead of refusing.
   bool opening(const protocol::Uuid& topic_id, int32_t partition) const;
@@ -122,6 +137,7 @@ class Ownership {
   void run();
   void reconcile(const cluster::PartitionKey& k);
   void controller_duties();
+  void reconcile_group_shard(int32_t shard);
   void failover_duties();
   std::set<int32_t> live_ids() const;
 
@@ -129,9 +145,12 @@ class Ownership {
   cluster::Member* member_;
   Options opts_;
   std::function<void(bool)> controller_hook_;
+  std::function<Status(int32_t)> load_group_shard_;
+  std::function<void(int32_t)> unload_group_shard_;
   std::optional<bool> was_controller_;
   // Driver thread only.
   std::set<int32_t> seen_live_;
+  std::set<int32_t> loaded_shards_;  // group coordinator shards loaded here (driver thread)
   int64_t controller_since_ms_ = -1;
   std::map<cluster::PartitionKey, int64_t> missing_since_;  // partitions seen without a record
   std::unique_ptr<cluster::AssignmentTable> table_;

@@ -94,11 +94,13 @@ std::map<PartitionKey, Assignment> AssignmentTable::all() const {
 }
 
 std::map<int32_t, int64_t> AssignmentTable::owned_counts(
-    const std::vector<int32_t>& brokers) const {
+    const std::vector<int32_t>& brokers,
+    const std::function<bool(const PartitionKey&)>& only) const {
   std::map<int32_t, int64_t> out;
   for (int32_t b : brokers) out[b] = 0;
   std::lock_guard lk(mu_);
   for (const auto& [k, r] : map_) {
+    if (only && !only(k)) continue;
     auto it = out.find(r.a.owner);
     if (it != out.end()) ++it->second;
   }

@@ -42,7 +42,11 @@ class AssignmentTable {
   std::map<PartitionKey, Assignment> all() const;
   // Partitions owned by each broker in `brokers` (0 for a broker that owns none); partitions
   // owned by brokers not listed are not counted.
-  std::map<int32_t, int64_t> owned_counts(const std::vector<int32_t>& brokers) const;
+  // How many records each broker owns (brokers not listed are ignored); with `only`, just the
+  // records it accepts.
+  std::map<int32_t, int64_t> owned_counts(
+      const std::vector<int32_t>& brokers,
+      const std::function<bool(const PartitionKey&)>& only = nullptr) const;
   // The highest store revision the view has applied, listener calls included.
   int64_t revision() const;
   // Blocks until revision() >= rev or timeout_ms passes.

@@ -5,10 +5,11 @@
 namespace shale::cluster {
 
 Status check_identity(meta::MetaStore* store, const Keys& keys, const std::string& cluster_id,
-                      const std::string& object_store) {
+                      const std::string& object_store, int32_t group_shards) {
   nlohmann::json mine;
   mine["cluster_id"] = cluster_id;
   mine["object_store"] = object_store;
+  if (group_shards > 0) mine["group_shards"] = group_shards;
   for (int attempt = 0; attempt < 3; ++attempt) {
     auto cur = store->get(keys.identity());
     if (!cur.ok()) return std::move(cur).error();
@@ -38,6 +39,14 @@ Status check_identity(meta::MetaStore* store, const Keys& keys, const std::strin
                          "this broker's object store '" + object_store +
                              "' differs from the cluster's '" + theirs_store + "' recorded at " +
                              keys.identity() + " (every broker must share s3.data.buckets)");
+    // Recorded by brokers that shard groups; a record without it predates the field.
+    if (group_shards > 0 && j.contains("group_shards") && j["group_shards"].is_number_integer() &&
+        j["group_shards"].get<int64_t>() != group_shards)
+      return Error::make(Errc::kInvalidArgument,
+                         "this broker's offsets.topic.num.partitions (" +
+                             std::to_string(group_shards) + ") differs from the cluster's (" +
+                             std::to_string(j["group_shards"].get<int64_t>()) + ") recorded at " +
+                             keys.identity() + " (every broker must use the same value)");
     return ok_status();
   }
   return Error::make(Errc::kConflict, "cluster identity kept changing", true);

@@ -6,6 +6,7 @@
 // Threads: blocks on the store; call at start-up.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "cluster/model.h"
@@ -14,8 +15,9 @@
 namespace shale::cluster {
 
 // Creates the identity record if absent; otherwise kInvalidArgument naming both values when the
-// cluster id or the object store differs from the recorded one.
+// cluster id, the object store or the number of group coordinator shards (when > 0; Kafka's
+// offsets.topic.num.partitions) differs from the recorded one.
 Status check_identity(meta::MetaStore* store, const Keys& keys, const std::string& cluster_id,
-                      const std::string& object_store);
+                      const std::string& object_store, int32_t group_shards = 0);
 
 }  // namespace shale::cluster

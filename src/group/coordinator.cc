@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
 #include <cstdio>
 #include <type_traits>
 
@@ -171,7 +172,7 @@ void Coordinator::fire(const Timer& t, int64_t now, Deferred& d) {
 
 void Coordinator::tick() {
   locked([&](int64_t now, Deferred&) {
-    if (loaded_ && now >= next_expiration_check_ms_) {
+    if (any_loaded() && now >= next_expiration_check_ms_) {
       expire_offsets(now);
       next_expiration_check_ms_ = now + config_.offsets_retention_check_interval_ms;
     }
@@ -180,7 +181,7 @@ void Coordinator::tick() {
 
 std::optional<int64_t> Coordinator::next_deadline_ms() {
   std::lock_guard lk(mu_);
-  if (!loaded_) return std::nullopt;
+  if (!any_loaded()) return std::nullopt;
   int64_t t = next_expiration_check_ms_;
   if (!timers_.empty()) t = std::min(t, timers_.top().deadline);
   return t;
@@ -249,6 +250,115 @@ void Coordinator::unload() {
   });
 }
 
+int32_t Coordinator::shard_of(std::string_view group_id, int32_t shards) {
+  if (shards <= 0) return 0;
+  // Java's String.hashCode over the UTF-16 code units of the id (malformed UTF-8: one unit per
+  // byte), then Kafka's Utils.abs modulo the shard count.
+  uint32_t h = 0;
+  auto unit = [&h](uint32_t u) { h = 31 * h + u; };
+  const auto* p = reinterpret_cast<const unsigned char*>(group_id.data());
+  const auto* end = p + group_id.size();
+  while (p < end) {
+    uint32_t cp = *p;
+    int extra = cp < 0x80           ? 0
+                : (cp >> 5) == 0x6  ? 1
+                : (cp >> 4) == 0xE  ? 2
+                : (cp >> 3) == 0x1E ? 3
+                                    : -1;
+    bool ok = extra >= 0 && end - p > extra;
+    if (ok && extra > 0) {
+      cp &= 0x3Fu >> extra;
+      for (int i = 1; i <= extra; ++i) {
+        if ((p[i] & 0xC0) != 0x80) ok = false;
+        cp = (cp << 6) | (p[i] & 0x3Fu);
+      }
+    }
+    if (!ok) {
+      unit(*p++);
+      continue;
+    }
+    p += extra + 1;
+    if (cp >= 0x10000) {
+      cp -= 0x10000;
+      unit(0xD800 + (cp >> 10));
+      unit(0xDC00 + (cp & 0x3FF));
+    } else {
+      unit(cp);
+    }
+  }
+  // Kafka's Utils.abs: Math.abs, with Integer.MIN_VALUE mapped to 0.
+  const auto v = static_cast<int32_t>(h);
+  const int32_t a = v == INT32_MIN ? 0 : (v < 0 ? -v : v);
+  return a % shards;
+}
+
+int16_t Coordinator::unavailable(std::string_view group_id) const {
+  if (config_.shards <= 0) return loaded_ ? err::kNone : not_loaded_error();
+  return shards_.contains(shard_of(group_id, config_.shards)) ? err::kNone : err::kNotCoordinator;
+}
+
+bool Coordinator::any_loaded() const { return loaded_ || !shards_.empty(); }
+
+bool Coordinator::shard_loaded(int32_t shard) const {
+  std::lock_guard lk(mu_);
+  return shards_.contains(shard);
+}
+
+std::set<int32_t> Coordinator::loaded_shards() const {
+  std::lock_guard lk(mu_);
+  return shards_;
+}
+
+Status Coordinator::load_shard(int32_t shard) {
+  if (config_.shards <= 0 || shard < 0 || shard >= config_.shards)
+    return Error::make(Errc::kInvalidArgument,
+                       "no group coordinator shard " + std::to_string(shard));
+  if (shard_loaded(shard)) return ok_status();
+  auto stored = store_->load_all();
+  if (!stored.ok()) return std::move(stored).error();
+  return locked([&](int64_t now, Deferred& d) -> Status {
+    if (shards_.contains(shard)) return ok_status();
+    if (shards_.empty())
+      next_expiration_check_ms_ = now + config_.offsets_retention_check_interval_ms;
+    size_t n = 0;
+    for (const auto& sg : *stored) {
+      if (shard_of(sg.group_id, config_.shards) != shard) continue;
+      groups_.erase(sg.group_id);
+      ClassicGroup& g = get_or_create(sg.group_id, now);
+      if (sg.metadata) g.restore(*sg.metadata);
+      for (const auto& o : sg.offsets) g.offsets()[o.topic][o.partition] = o.value;
+      for (auto& [id, m] : g.members()) schedule_heartbeat(g, m, now, m.session_timeout_ms);
+      if (g.is(GroupState::kStable) && g.size() > static_cast<size_t>(config_.max_size)) {
+        prepare_rebalance(g, now, d, "loaded above group.max.size");
+      }
+      ++n;
+    }
+    shards_.insert(shard);
+    spdlog::info("group coordinator shard {} loaded ({} groups)", shard, n);
+    return ok_status();
+  });
+}
+
+void Coordinator::unload_shard(int32_t shard) {
+  locked([&](int64_t now, Deferred& d) {
+    if (!shards_.erase(shard)) return;
+    for (auto it = groups_.begin(); it != groups_.end();) {
+      if (shard_of(it->first, config_.shards) != shard) {
+        ++it;
+        continue;
+      }
+      ClassicGroup& g = *it->second;
+      for (auto& [mid, m] : g.members()) {
+        g.complete_join(m, join_error(err::kNotCoordinator, mid), d);
+        ClassicGroup::complete_sync(m, sync_error(err::kNotCoordinator), d);
+      }
+      g.transition_to(GroupState::kDead, now);
+      it = groups_.erase(it);
+    }
+    spdlog::info("group coordinator shard {} unloaded", shard);
+  });
+}
+
 std::string Coordinator::new_member_id(const std::string& client_id,
                                        const std::optional<std::string>& instance) {
   uint64_t hi = rng_(), lo = rng_();
@@ -274,7 +384,7 @@ void Coordinator::join_group(JoinRequest req, JoinCallback cb) {
 }
 
 void Coordinator::join(JoinRequest& req, JoinCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, join_error(not_loaded_error(), req.member_id));
+  if (int16_t e = unavailable(req.group_id)) return reply(d, cb, join_error(e, req.member_id));
   if (req.group_id.empty()) return reply(d, cb, join_error(err::kInvalidGroupId, req.member_id));
   if (req.rebalance_timeout_ms < 0) req.rebalance_timeout_ms = req.session_timeout_ms;
   if (req.session_timeout_ms < config_.min_session_timeout_ms ||
@@ -703,7 +813,7 @@ void Coordinator::sync_group(SyncRequest req, SyncCallback cb) {
 }
 
 void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred& d) {
-  if (!loaded_) return reply(d, cb, sync_error(not_loaded_error()));
+  if (int16_t e = unavailable(req.group_id)) return reply(d, cb, sync_error(e));
   if (req.group_id.empty()) return reply(d, cb, sync_error(err::kInvalidGroupId));
   ClassicGroup* g = find(req.group_id);
   if (!g) return reply(d, cb, sync_error(err::kUnknownMemberId));
@@ -763,7 +873,8 @@ void Coordinator::sync(SyncRequest& req, SyncCallback& cb, int64_t now, Deferred
 int16_t Coordinator::heartbeat(const HeartbeatRequest& req) {
   return locked([&](int64_t now, Deferred&) -> int16_t {
     // Kafka answers heartbeats blindly while loading: members keep their sessions.
-    if (!loaded_) return unloaded_ ? err::kNotCoordinator : err::kNone;
+    if (config_.shards <= 0 && !loaded_) return unloaded_ ? err::kNotCoordinator : err::kNone;
+    if (int16_t e = unavailable(req.group_id)) return e;
     if (req.group_id.empty()) return err::kInvalidGroupId;
     ClassicGroup* g = find(req.group_id);
     if (!g) return err::kUnknownMemberId;
@@ -794,8 +905,8 @@ LeaveResult Coordinator::leave_group(const LeaveRequest& req) {
 
 LeaveResult Coordinator::leave(const LeaveRequest& req, int64_t now, Deferred& d) {
   LeaveResult out;
-  if (!loaded_) {
-    out.error_code = not_loaded_error();
+  if (int16_t e = unavailable(req.group_id)) {
+    out.error_code = e;
     return out;
   }
   if (req.group_id.empty()) {
@@ -885,7 +996,7 @@ CommitResult Coordinator::commit(const CommitRequest& req, int64_t now) {
     }
     return out;
   };
-  if (!loaded_) return fail_all(not_loaded_error());
+  if (int16_t e = unavailable(req.group_id)) return fail_all(e);
   ClassicGroup* g = find(req.group_id);
   bool created = false;
   if (!g) {
@@ -955,8 +1066,8 @@ FetchResult Coordinator::fetch_offsets(const FetchRequest& req) {
     for (const auto& fg : req.groups) {
       FetchGroupResult gr;
       gr.group_id = fg.group_id;
-      if (!loaded_) {
-        gr.error_code = not_loaded_error();
+      if (int16_t e = unavailable(fg.group_id)) {
+        gr.error_code = e;
         out.groups.push_back(std::move(gr));
         continue;
       }
@@ -1008,8 +1119,8 @@ FetchResult Coordinator::fetch_offsets(const FetchRequest& req) {
 OffsetDeleteResult Coordinator::delete_offsets(const OffsetDeleteRequest& req) {
   return locked([&](int64_t, Deferred&) {
     OffsetDeleteResult out;
-    if (!loaded_) {
-      out.error_code = not_loaded_error();
+    if (int16_t e = unavailable(req.group_id)) {
+      out.error_code = e;
       return out;
     }
     if (req.group_id.empty()) {
@@ -1120,7 +1231,8 @@ void Coordinator::expire_offsets(int64_t now) {
 ListGroupsResult Coordinator::list_groups(const ListGroupsRequest& req) {
   return locked([&](int64_t, Deferred&) {
     ListGroupsResult out;
-    if (!loaded_) {
+    // Sharded: the groups of the shards loaded here (none loaded: an empty list).
+    if (config_.shards <= 0 && !loaded_) {
       out.error_code = not_loaded_error();
       return out;
     }
@@ -1145,8 +1257,8 @@ std::vector<DescribedGroup> Coordinator::describe_groups(const std::vector<std::
     for (const auto& id : ids) {
       DescribedGroup dg;
       dg.group_id = id;
-      if (!loaded_) {
-        dg.error_code = not_loaded_error();
+      if (int16_t e = unavailable(id)) {
+        dg.error_code = e;
         out.push_back(std::move(dg));
         continue;
       }
@@ -1179,9 +1291,10 @@ std::vector<DeleteGroupResult> Coordinator::delete_groups(const std::vector<std:
     std::vector<DeleteGroupResult> out;
     for (const auto& id : ids) {
       DeleteGroupResult r{id, err::kNone};
-      ClassicGroup* g = loaded_ ? find(id) : nullptr;
-      if (!loaded_) {
-        r.error_code = not_loaded_error();
+      const int16_t e = unavailable(id);
+      ClassicGroup* g = e == err::kNone ? find(id) : nullptr;
+      if (e != err::kNone) {
+        r.error_code = e;
       } else if (!g) {
         r.error_code = err::kGroupIdNotFound;
       } else if (!g->is(GroupState::kEmpty)) {

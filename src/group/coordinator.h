@@ -29,7 +29,9 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/result.h"
@@ -54,6 +56,10 @@ struct CoordinatorConfig {
   int32_t node_id = 0;
   std::string host = "127.0.0.1";
   int32_t port = 9092;
+  // Cluster mode: groups are split into this many shards (Kafka's offsets.topic.num.partitions)
+  // by shard_of(); only the shards given to load_shard() are served, every other group answers
+  // NOT_COORDINATOR. 0: one unsharded coordinator (load()/unload()).
+  int32_t shards = 0;
 };
 
 class Coordinator {
@@ -75,6 +81,18 @@ class Coordinator {
   // JoinGroup/SyncGroup is answered NOT_COORDINATOR, memory and timers are dropped, and every
   // later call answers NOT_COORDINATOR until load() runs again. Nothing is written.
   void unload();
+
+  // Sharded mode (config.shards > 0): the shard a group belongs to — Kafka's
+  // abs(groupId.hashCode()) % offsets.topic.num.partitions, so a group lands where Kafka would
+  // put its __consumer_offsets partition.
+  static int32_t shard_of(std::string_view group_id, int32_t shards);
+  // Reads the shard's groups and offsets from the store (blocking) and serves them; a loaded
+  // shard is a no-op. unload_shard answers the shard's parked calls NOT_COORDINATOR and drops
+  // its groups (another broker takes them over); nothing is written.
+  Status load_shard(int32_t shard);
+  void unload_shard(int32_t shard);
+  bool shard_loaded(int32_t shard) const;
+  std::set<int32_t> loaded_shards() const;
 
   void join_group(JoinRequest req, JoinCallback cb);
   void sync_group(SyncRequest req, SyncCallback cb);
@@ -179,10 +197,14 @@ class Coordinator {
   int16_t not_loaded_error() const {
     return unloaded_ ? err::kNotCoordinator : err::kCoordinatorLoadInProgress;
   }
+  // With mu_ held: kNone when this coordinator serves the group, else the error to answer.
+  int16_t unavailable(std::string_view group_id) const;
+  bool any_loaded() const;  // with mu_ held
 
   mutable std::mutex mu_;
   bool loaded_ = false;
   bool unloaded_ = false;
+  std::set<int32_t> shards_;  // sharded mode: the shards served here
   std::map<std::string, std::unique_ptr<ClassicGroup>> groups_;
   std::priority_queue<Timer, std::vector<Timer>, std::greater<Timer>> timers_;
   uint64_t next_timer_id_ = 1;

@@ -77,12 +77,16 @@ def leaders(bootstrap, topic):
     return got
 
 
-def owners_in_store(etcd):
-    """{partition: owner} of the OWNED assignment records (the one topic of a case)."""
+def owners_in_store(etcd, what="topic"):
+    """{partition: owner} of the OWNED assignment records of the one topic of a case, or
+    (what="groups") {shard: owner} of the group coordinator shards."""
     out = {}
     for k, (v, _) in etcd_range(etcd, "it/shale/assign/").items():
+        _, topic, p = k.rsplit("/", 2)
+        if (topic == "groups") != (what == "groups"):
+            continue
         if v["state"] == "OWNED":
-            out[int(k.rsplit("/", 1)[1])] = v["owner"]
+            out[int(p)] = v["owner"]
     return out
 
 
@@ -298,6 +302,9 @@ def case_failover_kill9(tmp):
                 60, "every partition on a live broker after killing broker %d" % v)
             took = time.time() - t0
             assert leaders(bs[alive[0]].bootstrap, "fail") == ls
+            # The group coordinator shards it held moved too (the consumer below needs one).
+            wait(lambda: (lambda gs: len(gs) == 50 and all(x in alive for x in gs.values()))(
+                owners_in_store(etcd, "groups")), 60, "every group shard on a live broker")
             wait(lambda: load.count() > before + 500, 60, "acknowledgements after the failover")
             print("kill -9 of broker %d%s: every partition led by a live broker after %.1f s "
                   "(%s)" % (v, " (the controller)" if v == ctl else "", took, ls))

@@ -17,6 +17,7 @@
 #include "broker/handlers.h"
 #include "broker/ownership.h"
 #include "cluster/member.h"
+#include "group/coordinator.h"
 #include "meta/lease_keeper.h"
 #include "meta/sqlite_meta_store.h"
 #include "objstore/fault_injecting_store.h"
@@ -132,9 +133,20 @@ class OwnershipTest : public ::testing::Test {
       (*e)->shutdown();
       return ok_status();
     };
+    oo.group_shards = kShards;
     auto o = Ownership::start(n->broker.get(), n->member.get(), oo);
     ASSERT_TRUE(o.ok()) << o.error().to_string();
     n->own = std::move(o).value();
+    n->own->set_group_shard_hooks(
+        [this, id](int32_t shard) {
+          std::lock_guard lk(shards_mu_);
+          shards_[id].insert(shard);
+          return ok_status();
+        },
+        [this, id](int32_t shard) {
+          std::lock_guard lk(shards_mu_);
+          shards_[id].erase(shard);
+        });
     n->broker->set_ownership(n->own.get());
     ASSERT_TRUE(n->broker->start().ok());
     n->own->kick();
@@ -145,6 +157,10 @@ class OwnershipTest : public ::testing::Test {
   // tell — the engine still shuts down in-process).
   void stop(Node& n, bool clean) {
     if (n.own) n.own->stop();
+    {
+      std::lock_guard lk(shards_mu_);
+      shards_.erase(n.id);  // whatever it coordinated is gone with it
+    }
     if (n.broker) {
       n.broker->stop();
       n.broker->set_ownership(nullptr);
@@ -189,7 +205,26 @@ class OwnershipTest : public ::testing::Test {
     return pr.error_code;
   }
 
+  // Which nodes have group coordinator shard `shard` loaded.
+  std::vector<int32_t> shard_servers(int32_t shard) {
+    std::lock_guard lk(shards_mu_);
+    std::vector<int32_t> out;
+    for (const auto& [id, set] : shards_)
+      if (set.contains(shard)) out.push_back(id);
+    return out;
+  }
+  bool every_shard_served_once(int32_t not_by = -1) {
+    for (int32_t g = 0; g < kShards; ++g) {
+      auto s = shard_servers(g);
+      if (s.size() != 1 || s.front() == not_by) return false;
+    }
+    return true;
+  }
+
   static constexpr int64_t kTtlMs = 1500;
+  static constexpr int32_t kShards = 6;
+  std::mutex shards_mu_;
+  std::map<int32_t, std::set<int32_t>> shards_;
   fs::path dir_;
   std::unique_ptr<meta::SqliteMetaStore> meta_;
   objstore::MemoryStore mem_;
@@ -311,6 +346,49 @@ TEST_F(OwnershipTest, DeadBrokersPartitionsMoveToLiveOnesAfterItsWalIsReplayed) 
   ASSERT_NO_FATAL_FAILURE(start(3));
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   for (int32_t p = 0; p < 6; ++p) EXPECT_NE(servers("f", p), std::vector<int32_t>{3});
+}
+
+TEST_F(OwnershipTest, GroupShardsAreSpreadLoadedOnceAndFailOverAndRebalanceLikePartitions) {
+  auto spread = [&] {
+    std::map<int32_t, int> per_node;
+    for (int32_t g = 0; g < kShards; ++g) {
+      auto s = shard_servers(g);
+      if (s.size() != 1) return std::map<int32_t, int>{};
+      ++per_node[s.front()];
+    }
+    return per_node;
+  };
+  auto agree = [&] {
+    const int32_t shard = group::Coordinator::shard_of("my-group", kShards);
+    auto s = shard_servers(shard);
+    if (s.size() != 1) return false;
+    for (auto& [id, n] : nodes_)
+      if (n->own->group_coordinator("my-group").id != s.front()) return false;
+    return true;
+  };
+  // The brokers started one after another (the first placed every shard on itself): the
+  // controller spreads them, each loaded on exactly one broker, which every broker names as
+  // the coordinator of the shard's groups.
+  const std::map<int32_t, int> even{{1, 2}, {2, 2}, {3, 2}};
+  ASSERT_TRUE(eventually([&] { return spread() == even; })) << ::testing::PrintToString(spread());
+  EXPECT_TRUE(eventually(agree));
+
+  // Broker 3 dies: its shards go to the live brokers (after its WAL is replayed).
+  Node& dead = *nodes_[3];
+  stop(dead, false);
+  nodes_.erase(3);
+  const std::map<int32_t, int> two{{1, 3}, {2, 3}};
+  ASSERT_TRUE(eventually([&] { return spread() == two; })) << ::testing::PrintToString(spread());
+  EXPECT_TRUE(eventually(agree));
+
+  // It comes back and takes its share again.
+  ASSERT_TRUE(eventually([&] {
+    auto kv = meta_->get(nodes_[1]->member->keys().failover(3));
+    return kv.ok() && !kv->has_value();
+  }));
+  ASSERT_NO_FATAL_FAILURE(start(3));
+  ASSERT_TRUE(eventually([&] { return spread() == even; })) << ::testing::PrintToString(spread());
+  EXPECT_TRUE(eventually(agree));
 }
 
 }  // namespace

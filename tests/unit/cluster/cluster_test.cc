@@ -407,6 +407,14 @@ TEST_P(ClusterTest, IdentityIsRecordedOnceAndMismatchesAreRefused) {
   auto bad = check_identity(store_.get(), Keys("c3"), "idA", "x");
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.error().code, Errc::kCorruption);
+  // The number of group coordinator shards is recorded and must match too.
+  ASSERT_TRUE(check_identity(store_.get(), Keys("c4"), "idA", "x", 50).ok());
+  ASSERT_TRUE(check_identity(store_.get(), Keys("c4"), "idA", "x", 50).ok());
+  auto shards = check_identity(store_.get(), Keys("c4"), "idA", "x", 8);
+  ASSERT_FALSE(shards.ok());
+  EXPECT_EQ(shards.error().code, Errc::kInvalidArgument);
+  EXPECT_NE(shards.error().message.find("offsets.topic.num.partitions (8)"), std::string::npos);
+  EXPECT_NE(shards.error().message.find("(50)"), std::string::npos);
 }
 
 // The whole move A → B at the metadata level, with every refusal on the way.
