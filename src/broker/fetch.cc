@@ -8,6 +8,7 @@
 #include <asio/this_coro.hpp>
 
 #include "broker/handlers.h"
+#include "broker/ownership.h"
 #include "broker/topic_metrics.h"
 
 namespace shale::broker {
@@ -291,6 +292,25 @@ asio::awaitable<FetchResponse> handle_fetch(Broker& b, int16_t version, FetchReq
     add(w, g);
   }
   for (const auto& w : errors) add(w, Got{w.error, -1, -1, -1, {}, Buffer(), 0});
+  // KIP-951 (cluster mode): NOT_LEADER_OR_FOLLOWER names the current leader (v12+) and its
+  // endpoint (v16+), so the consumer redirects without a metadata round trip.
+  if (const Ownership* o = b.ownership(); o != nullptr && version >= 12) {
+    const std::string listener =
+        b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
+    for (auto& tr : resp.responses) {
+      TopicPtr t;
+      for (auto& pd : tr.partitions) {
+        if (pd.error_code != static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower)) continue;
+        if (!t) t = use_ids ? b.topics().find(tr.topic_id) : b.topics().find(tr.topic);
+        if (!t) break;
+        const auto h = o->hint(t->id, pd.partition_index, b.node_id(), listener);
+        if (h.leader.id < 0) continue;
+        pd.current_leader.leader_id = h.leader.id;
+        pd.current_leader.leader_epoch = h.leader.epoch;
+        if (h.endpoint && version >= 16) add_node_endpoint(resp.node_endpoints, *h.endpoint);
+      }
+    }
+  }
   co_return resp;
 }
 

@@ -190,6 +190,15 @@ std::optional<Ownership::Endpoint> Ownership::endpoint(int32_t id,
   return endpoint_of(it->second, listener);
 }
 
+Ownership::Hint Ownership::hint(const protocol::Uuid& topic_id, int32_t partition, int32_t self,
+                                const std::string& listener) const {
+  Hint h;
+  h.leader = leader(topic_id, partition);
+  if (h.leader.id == self) h.leader.id = -1;
+  if (h.leader.id >= 0) h.endpoint = endpoint(h.leader.id, listener);
+  return h;
+}
+
 std::vector<Ownership::Endpoint> Ownership::live_endpoints(const std::string& listener) const {
   std::vector<Endpoint> out;
   for (const auto& [id, info] : member_->live()) {

@@ -112,6 +112,14 @@ class Ownership {
   static std::optional<Endpoint> endpoint_of(const cluster::BrokerInfo& info,
                                              const std::string& listener);
   std::optional<Endpoint> endpoint(int32_t id, const std::string& listener) const;
+  // KIP-951: for a NOT_LEADER_OR_FOLLOWER answer, the partition's live leader when it is
+  // another broker than `self` (id -1 otherwise), and that leader's endpoint.
+  struct Hint {
+    Leader leader;
+    std::optional<Endpoint> endpoint;
+  };
+  Hint hint(const protocol::Uuid& topic_id, int32_t partition, int32_t self,
+            const std::string& listener) const;
   std::vector<Endpoint> live_endpoints(const std::string& listener) const;
   int32_t controller_id() const { return member_->controller().value_or(-1); }
   // The controller id told to clients (Metadata, DescribeCluster): the controller, or this
@@ -164,5 +172,17 @@ class Ownership {
   bool stop_ = false;
   std::thread thread_;
 };
+
+// Adds `e` to a response's node_endpoints (Produce, Fetch: the generated types differ) once.
+template <typename NodeEndpoints>
+void add_node_endpoint(NodeEndpoints& out, const Ownership::Endpoint& e) {
+  for (const auto& ne : out)
+    if (ne.node_id == e.id) return;
+  auto& ne = out.emplace_back();
+  ne.node_id = e.id;
+  ne.host = e.host;
+  ne.port = e.port;
+  if (!e.rack.empty()) ne.rack = e.rack;
+}
 
 }  // namespace shale::broker

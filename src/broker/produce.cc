@@ -203,28 +203,19 @@ static asio::awaitable<std::shared_ptr<Partition>> wait_until_serving(
 static void add_leader_hints(Broker& b, ProduceResponse& resp, int16_t version) {
   const Ownership* o = b.ownership();
   if (o == nullptr || version < 10) return;
+  const std::string listener =
+      b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
   for (auto& tr : resp.responses) {
     TopicPtr t;
     for (auto& pr : tr.partition_responses) {
       if (pr.error_code != static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower)) continue;
       if (!t) t = b.topics().find(tr.name);
       if (!t) break;
-      const auto l = o->leader(t->id, pr.index);
-      if (l.id < 0 || l.id == b.node_id()) continue;
-      pr.current_leader.leader_id = l.id;
-      pr.current_leader.leader_epoch = l.epoch;
-      bool known = false;
-      for (const auto& ne : resp.node_endpoints) known = known || ne.node_id == l.id;
-      if (known) continue;
-      const std::string name =
-          b.config().endpoints.empty() ? std::string() : b.config().endpoints.front().listener;
-      auto e = o->endpoint(l.id, name);
-      if (!e) continue;
-      auto& ne = resp.node_endpoints.emplace_back();
-      ne.node_id = e->id;
-      ne.host = e->host;
-      ne.port = e->port;
-      if (!e->rack.empty()) ne.rack = e->rack;
+      const auto h = o->hint(t->id, pr.index, b.node_id(), listener);
+      if (h.leader.id < 0) continue;
+      pr.current_leader.leader_id = h.leader.id;
+      pr.current_leader.leader_epoch = h.leader.epoch;
+      if (h.endpoint) add_node_endpoint(resp.node_endpoints, *h.endpoint);
     }
   }
 }

@@ -221,6 +221,21 @@ class OwnershipTest : public ::testing::Test {
     return true;
   }
 
+  // A Fetch v16 (topic ids, KIP-951 hints) of one partition from offset 0.
+  protocol::FetchResponse fetch(Node& n, const protocol::Uuid& topic_id, int32_t p) {
+    protocol::FetchRequest req;
+    req.max_wait_ms = 0;
+    req.min_bytes = 0;
+    req.max_bytes = 1 << 20;
+    auto& ft = req.topics.emplace_back();
+    ft.topic_id = topic_id;
+    auto& fp = ft.partitions.emplace_back();
+    fp.partition = p;
+    fp.fetch_offset = 0;
+    fp.partition_max_bytes = 1 << 20;
+    return run(handle_fetch(*n.broker, 16, std::move(req)));
+  }
+
   static constexpr int64_t kTtlMs = 1500;
   static constexpr int32_t kShards = 6;
   std::mutex shards_mu_;
@@ -256,6 +271,15 @@ TEST_F(OwnershipTest, NewPartitionsAreSpreadAndServedByExactlyTheirOwner) {
         EXPECT_EQ(err, 0) << "owner " << id << " partition " << p;
       } else {
         EXPECT_EQ(err, static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower)) << id;
+        // Fetch names the owner and its endpoint (KIP-951).
+        auto f = fetch(*n, t->id, p);
+        const auto& pd = f.responses.at(0).partitions.at(0);
+        EXPECT_EQ(pd.error_code, static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower));
+        EXPECT_EQ(pd.current_leader.leader_id, owner);
+        EXPECT_EQ(pd.current_leader.leader_epoch, 0);
+        ASSERT_EQ(f.node_endpoints.size(), 1u);
+        EXPECT_EQ(f.node_endpoints[0].node_id, owner);
+        EXPECT_EQ(f.node_endpoints[0].port, 19000 + owner);
       }
     }
   }

@@ -11,12 +11,12 @@ namespace {
 
 TEST(GroupShard, KafkasPartitionForGroupIds) {
   // Java's String.hashCode, then Utils.abs (MIN_VALUE -> 0), modulo 50.
-  EXPECT_EQ(Coordinator::shard_of("my-group", 50), 12);                // hash -1906497762
-  EXPECT_EQ(Coordinator::shard_of("console-consumer-12345", 50), 6);   // 158455506
-  EXPECT_EQ(Coordinator::shard_of("verify-moves", 50), 36);            // -1704272786
-  EXPECT_EQ(Coordinator::shard_of("gr\xC3\xBCppe", 50), 12);           // "grüppe": -1233264812
-  EXPECT_EQ(Coordinator::shard_of("g\xF0\x9F\x98\x80", 50), 32);       // "g😀" (a surrogate pair)
-  EXPECT_EQ(Coordinator::shard_of("polygenelubricants", 50), 0);       // hashCode == MIN_VALUE
+  EXPECT_EQ(Coordinator::shard_of("my-group", 50), 12);               // hash -1906497762
+  EXPECT_EQ(Coordinator::shard_of("console-consumer-12345", 50), 6);  // 158455506
+  EXPECT_EQ(Coordinator::shard_of("verify-moves", 50), 36);           // -1704272786
+  EXPECT_EQ(Coordinator::shard_of("gr\xC3\xBCppe", 50), 12);          // "grüppe": -1233264812
+  EXPECT_EQ(Coordinator::shard_of("g\xF0\x9F\x98\x80", 50), 32);      // "g😀" (a surrogate pair)
+  EXPECT_EQ(Coordinator::shard_of("polygenelubricants", 50), 0);      // hashCode == MIN_VALUE
   EXPECT_EQ(Coordinator::shard_of("", 50), 0);
   EXPECT_EQ(Coordinator::shard_of("anything", 1), 0);
   // Malformed UTF-8 is hashed a byte at a time, never read past its end.
@@ -55,8 +55,8 @@ TEST(GroupShard, OnlyLoadedShardsAreServedAndAShardMovesWithItsOffsets) {
   Sharded s;
   auto a = s.make();
   auto b = s.make();
-  const int32_t mine = Coordinator::shard_of("my-group", 50);          // 12
-  const int32_t other = Coordinator::shard_of("verify-moves", 50);     // 36
+  const int32_t mine = Coordinator::shard_of("my-group", 50);       // 12
+  const int32_t other = Coordinator::shard_of("verify-moves", 50);  // 36
   ASSERT_NE(mine, other);
   // Nothing loaded: every group is someone else's.
   EXPECT_EQ(commit(*a, "my-group", 5), err::kNotCoordinator);
