@@ -285,6 +285,13 @@ void Ownership::reconcile(const PartitionKey& k) {
   if (!t || k.second < 0 || static_cast<size_t>(k.second) >= t->partitions.size()) return;
   std::shared_ptr<Partition> part = t->partitions[static_cast<size_t>(k.second)];
   if (part->deleted()) return;
+  // After this broker's own release or take-over, wait for the view to show that write: acting
+  // on the record as it was before would open the partition again (a second stream open, which
+  // fences the first one's appends, acknowledged or not) or reopen one just released.
+  if (auto it = settle_.find(k); it != settle_.end()) {
+    if (table_->revision() < it->second) return;  // its watch event queues the key again
+    settle_.erase(it);
+  }
   auto a = table_->get(k.first, k.second);
   if (!a) {
     if (part->serving()) part->stop_serving();
@@ -322,7 +329,9 @@ void Ownership::reconcile(const PartitionKey& k) {
         (void)cluster::cancel_move(&b_->meta(), member_->keys(), k.first, k.second);
         return;
       }
-      auto r = cluster::release(&b_->meta(), member_->keys(), k.first, k.second, me);
+      int64_t rev = 0;
+      auto r = cluster::release(&b_->meta(), member_->keys(), k.first, k.second, me, &rev);
+      if (r.ok()) settle_[k] = rev;
       if (!r.ok()) {
         spdlog::warn("cluster: releasing {}-{}: {}", t->name, k.second, r.error().to_string());
         on_assignment(k);
@@ -336,7 +345,9 @@ void Ownership::reconcile(const PartitionKey& k) {
   if (a->state == Assignment::State::kReleased && a->target == me) {
     auto np = open_new(a->leader_epoch + 1);
     if (!np) return;
-    auto r = cluster::take_over(&b_->meta(), member_->keys(), k.first, k.second, me);
+    int64_t rev = 0;
+    auto r = cluster::take_over(&b_->meta(), member_->keys(), k.first, k.second, me, {}, &rev);
+    if (r.ok()) settle_[k] = rev;
     if (!r.ok()) {
       spdlog::warn("cluster: taking over {}-{}: {}", t->name, k.second, r.error().to_string());
       np->stop_serving();
