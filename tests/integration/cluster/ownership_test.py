@@ -559,6 +559,9 @@ if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
         print("cases: " + " ".join(sorted(CASES)))
         sys.exit(2)
+    # Re-executes under the test clients' virtualenv first: an exec inside the with-block left
+    # the first process's (empty) temporary directory behind.
+    ensure_confluent()
     with tempfile.TemporaryDirectory(prefix="shale-ownership-it-") as d:
         CASES[sys.argv[1]](d)
     print("ok")
