@@ -491,8 +491,10 @@ int serve_main(int argc, char** argv) {
   if (!sasl.ok()) return fail(sasl.error().message, 2);
   bc.sasl = std::move(sasl).value();
   broker::Broker broker(bc, engine->get(), meta->get());
-  // On etcd the broker acknowledges only while its lease is surely valid.
-  if (lease) broker.set_ack_gate([l = lease.get()] { return l->valid(); });
+  // On etcd the broker acknowledges only while its lease is surely valid, and only appends made
+  // under that same lease (broker.h, produce.cc).
+  if (lease)
+    broker.set_ack_token([l = lease.get()]() -> int64_t { return l->valid() ? l->lease() : 0; });
   // Cluster mode: partitions open here only when this broker owns them (broker/ownership.h).
   std::unique_ptr<broker::Ownership> ownership;
   if (member) {

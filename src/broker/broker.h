@@ -102,8 +102,19 @@ class Broker {
   // metadata lease is surely still valid" (meta::LeaseKeeper), so a broker cut off from etcd
   // stops acknowledging before another broker may take its partitions over. Unset: always
   // acknowledge. Set before the server starts; the function must be thread-safe and cheap.
-  void set_ack_gate(std::function<bool()> gate) { ack_gate_ = std::move(gate); }
-  bool may_acknowledge() const { return !ack_gate_ || ack_gate_(); }
+  void set_ack_gate(std::function<bool()> gate) {
+    if (!gate) {
+      ack_token_ = {};
+      return;
+    }
+    ack_token_ = [g = std::move(gate)]() -> int64_t { return g() ? 1 : 0; };
+  }
+  // The same gate naming the lease: 0 while acknowledging is not allowed, else the lease id.
+  // Produce acknowledges an append only under the lease it was made under: appends made before
+  // a lapse are acknowledged once that lease is renewed, never after it was replaced.
+  void set_ack_token(std::function<int64_t()> token) { ack_token_ = std::move(token); }
+  int64_t ack_token() const { return ack_token_ ? ack_token_() : 1; }
+  bool may_acknowledge() const { return ack_token() != 0; }
 
   // Cluster mode: partition ownership (ownership.h); null on one node, which owns everything.
   // Set before the server starts; the Ownership must outlive the server.
@@ -139,7 +150,7 @@ class Broker {
   std::unique_ptr<TxnCoordinator> txn_;
   asio::thread_pool workers_;
   bool stopped_ = false;
-  std::function<bool()> ack_gate_;
+  std::function<int64_t()> ack_token_;
   Ownership* ownership_ = nullptr;
   // Maintenance thread (retention, snapshots): wakes every tick, or at once on stop().
   void maintenance_loop();

@@ -317,6 +317,13 @@ void Ownership::reconcile(const PartitionKey& k) {
   if (!t || k.second < 0 || static_cast<size_t>(k.second) >= t->partitions.size()) return;
   std::shared_ptr<Partition> part = t->partitions[static_cast<size_t>(k.second)];
   if (part->deleted()) return;
+  // After this broker's own release or take-over, wait for the view to show that write: acting
+  // on the record as it was before would open the partition again (a second stream open, which
+  // fences the first one's appends, acknowledged or not) or reopen one just released.
+  if (auto it = settle_.find(k); it != settle_.end()) {
+    if (table_->revision() < it->second) return;  // its watch event queues the key again
+    settle_.erase(it);
+  }
   auto a = table_->get(k.first, k.second);
   if (!a) {
     if (part->serving()) part->stop_serving();
@@ -354,7 +361,9 @@ void Ownership::reconcile(const PartitionKey& k) {
         (void)cluster::cancel_move(&b_->meta(), member_->keys(), k.first, k.second);
         return;
       }
-      auto r = cluster::release(&b_->meta(), member_->keys(), k.first, k.second, me);
+      int64_t rev = 0;
+      auto r = cluster::release(&b_->meta(), member_->keys(), k.first, k.second, me, &rev);
+      if (r.ok()) settle_[k] = rev;
       if (!r.ok()) {
         spdlog::warn("cluster: releasing {}-{}: {}", t->name, k.second, r.error().to_string());
         on_assignment(k);
@@ -368,7 +377,9 @@ void Ownership::reconcile(const PartitionKey& k) {
   if (a->state == Assignment::State::kReleased && a->target == me) {
     auto np = open_new(a->leader_epoch + 1);
     if (!np) return;
-    auto r = cluster::take_over(&b_->meta(), member_->keys(), k.first, k.second, me);
+    int64_t rev = 0;
+    auto r = cluster::take_over(&b_->meta(), member_->keys(), k.first, k.second, me, {}, &rev);
+    if (r.ok()) settle_[k] = rev;
     if (!r.ok()) {
       spdlog::warn("cluster: taking over {}-{}: {}", t->name, k.second, r.error().to_string());
       np->stop_serving();
@@ -397,6 +408,12 @@ void Ownership::reconcile(const PartitionKey& k) {
 void Ownership::reconcile_group_shard(int32_t shard) {
   if (shard < 0 || shard >= opts_.group_shards || !load_group_shard_) return;
   const int32_t me = member_->id();
+  // As for partitions: after our own release or take-over, act only on a view that shows it.
+  const PartitionKey key{kGroupShards, shard};
+  if (auto it = settle_.find(key); it != settle_.end()) {
+    if (table_->revision() < it->second) return;
+    settle_.erase(it);
+  }
   auto a = table_->get(kGroupShards, shard);
   const bool loaded = loaded_shards_.contains(shard);
   auto unload = [&] {
@@ -411,12 +428,14 @@ void Ownership::reconcile_group_shard(int32_t shard) {
   if (mine) {
     if (a->state == Assignment::State::kMoving && a->target != me) {
       if (loaded) unload();
-      auto r = cluster::release(&b_->meta(), member_->keys(), kGroupShards, shard, me);
+      int64_t rev = 0;
+      auto r = cluster::release(&b_->meta(), member_->keys(), kGroupShards, shard, me, &rev);
       if (!r.ok()) {
         spdlog::warn("cluster: releasing group shard {}: {}", shard, r.error().to_string());
-        on_assignment({kGroupShards, shard});
+        on_assignment(key);
         return;
       }
+      settle_[key] = rev;
       spdlog::info("cluster: released group shard {} to broker {}", shard, a->target);
       return;
     }
@@ -430,11 +449,13 @@ void Ownership::reconcile_group_shard(int32_t shard) {
     return;
   }
   if (a->state == Assignment::State::kReleased && a->target == me) {
-    auto r = cluster::take_over(&b_->meta(), member_->keys(), kGroupShards, shard, me);
+    int64_t rev = 0;
+    auto r = cluster::take_over(&b_->meta(), member_->keys(), kGroupShards, shard, me, {}, &rev);
     if (!r.ok()) {
       spdlog::warn("cluster: taking over group shard {}: {}", shard, r.error().to_string());
       return;
     }
+    settle_[key] = rev;
     if (auto st = load_group_shard_(shard); !st.ok()) {
       spdlog::warn("cluster: loading group shard {}: {}", shard, st.error().to_string());
       return;

@@ -161,6 +161,9 @@ class Ownership {
   std::set<int32_t> loaded_shards_;  // group coordinator shards loaded here (driver thread)
   int64_t controller_since_ms_ = -1;
   std::map<cluster::PartitionKey, int64_t> missing_since_;  // partitions seen without a record
+  // Partitions this broker released or took over: the store revision the view must reach
+  // before reconcile acts on them again.
+  std::map<cluster::PartitionKey, int64_t> settle_;
   std::unique_ptr<cluster::AssignmentTable> table_;
   int64_t topic_watch_ = 0;
 

@@ -1,6 +1,7 @@
 // Produce: validate the record batches of each partition, assign offsets, append to the
 // partition's stream and answer once the appends are durable (acks = 1 or -1; with a single
 // durable WAL both mean "in the WAL"). acks = 0 appends the same way but nobody waits.
+#include <algorithm>
 #include <chrono>
 
 #include <asio/redirect_error.hpp>
@@ -8,6 +9,7 @@
 #include <asio/this_coro.hpp>
 #include <asio/use_awaitable.hpp>
 
+#include "base/clock.h"
 #include "broker/handlers.h"
 #include "broker/ownership.h"
 #include "broker/topic_metrics.h"
@@ -198,6 +200,23 @@ static asio::awaitable<std::shared_ptr<Partition>> wait_until_serving(
   co_return part;
 }
 
+// Appends made under lease `token` are durable but the lease is not surely valid now: polls
+// (every 5 ms, until `deadline_ms`, monotonic) for the gate to open again; returns the token
+// then (0 if it stayed closed). A request answered NOT_LEADER_OR_FOLLOWER here while the one
+// pipelined behind it is acknowledged once the lease is renewed would tell the client that a
+// stored batch was not stored (librdkafka then acknowledges it without an offset).
+static asio::awaitable<int64_t> wait_for_ack_gate(Broker& b, int64_t deadline_ms) {
+  asio::steady_timer timer(co_await asio::this_coro::executor);
+  int64_t token = b.ack_token();
+  while (token == 0 && clock::mono_ms() < deadline_ms) {
+    timer.expires_after(std::chrono::milliseconds(5));
+    std::error_code ec;
+    co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
+    token = b.ack_token();
+  }
+  co_return token;
+}
+
 // KIP-951: a NOT_LEADER_OR_FOLLOWER answer names the partition's current leader and its
 // endpoint (v10+), so clients can redirect without a metadata round trip (cluster mode).
 static void add_leader_hints(Broker& b, ProduceResponse& resp, int16_t version) {
@@ -226,6 +245,7 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
   const bool valid_acks = req.acks == 0 || req.acks == 1 || req.acks == -1;
   auto latch = std::make_shared<CallbackLatch>();
   std::vector<PartitionSlot> slots;
+  int64_t gate_token = 0;  // the lease the appends are made under (Broker::ack_token)
   resp.responses.reserve(req.topic_data.size());
   for (auto& td : req.topic_data) {
     auto& tr = resp.responses.emplace_back();
@@ -245,10 +265,13 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
         pr.error_code = static_cast<int16_t>(ErrorCode::kUnknownTopicOrPartition);
         continue;
       }
-      if (!b.may_acknowledge()) {
+      if (const int64_t token = b.ack_token();
+          token == 0 || (gate_token != 0 && token != gate_token)) {
         pr.error_code = static_cast<int16_t>(ErrorCode::kNotLeaderOrFollower);
         pr.error_message = kNoLeaseMessage;
         continue;
+      } else if (gate_token == 0) {
+        gate_token = token;
       }
       std::shared_ptr<Partition> part = topic->partitions[static_cast<size_t>(pd.index)];
       if (!part->serving() && b.ownership() != nullptr &&
@@ -312,9 +335,24 @@ asio::awaitable<ProduceResponse> handle_produce(Broker& b, int16_t version, Prod
   // Every append is in order now; only durability is awaited.
   if (order != nullptr) order->release();
   co_await latch->wait();
-  // The lease may have lapsed while the appends ran: then they are durable in the WAL but not
-  // acknowledged (the client retries; an idempotent producer's retry is deduplicated).
-  const bool may_ack = b.may_acknowledge();
+  // The lease may have lapsed while the appends ran. They are durable in the WAL, so if the
+  // same lease is renewed (a slow renewal, an etcd leader election) they are acknowledged then:
+  // the request waits for that, up to its timeout (at most 30 s). Answering
+  // NOT_LEADER_OR_FOLLOWER ("not stored") while a later request of the same producer,
+  // pipelined behind this one, is acknowledged after the renewal would contradict the log.
+  // Under a replaced lease (it expired in the store, so another broker may be taking the
+  // partitions over) or when the wait ends, they are not acknowledged: the client retries and
+  // an idempotent producer's retry is deduplicated.
+  int64_t ack_token = b.ack_token();
+  if (ack_token == 0 && gate_token != 0) {
+    bool stored = false;
+    for (const auto& s : slots) stored = stored || s.resp->error_code == 0;
+    if (stored) {
+      const int64_t wait_ms = std::clamp<int64_t>(req.timeout_ms, 0, 30000);
+      ack_token = co_await wait_for_ack_gate(b, clock::mono_ms() + wait_ms);
+    }
+  }
+  const bool may_ack = ack_token != 0 && ack_token == gate_token;
   for (auto& s : slots) {
     if (s.pending && !s.result->ok() && s.resp->error_code == 0) {
       s.resp->error_code = static_cast<int16_t>(storage_error_code(s.result->error()));

@@ -25,7 +25,17 @@ ProducerCheck ProducerStateMap::check(int64_t producer_id, int16_t epoch, int32_
   ProducerCheck out;
   if (producer_id < 0) return out;
   const ProducerEntry* e = find(producer_id);
-  if (e == nullptr) return out;  // unknown producer (new, or its batches aged out): accept
+  if (e == nullptr) {
+    // A producer's sequence on a partition starts at 0. A later batch from a producer this
+    // partition has no state for means earlier batches never arrived here: a request refused
+    // (NOT_LEADER_OR_FOLLOWER while the partition was being opened, or while the lease was not
+    // surely valid) with this one pipelined behind it. Accepting it would put it in the log
+    // before its predecessors and leave the client's retry of them out of sequence (librdkafka:
+    // a fatal "sequence desynchronization"). UNKNOWN_PRODUCER_ID, as Kafka answered before
+    // KIP-360, makes the client bump its epoch and resend from sequence 0.
+    if (first_seq != 0) out.error = ErrorCode::kUnknownProducerId;
+    return out;
+  }
   if (epoch == e->epoch) {
     for (const auto& b : e->batches) {
       if (b.first_seq == first_seq && b.last_seq == last_seq) {

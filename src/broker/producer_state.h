@@ -44,7 +44,10 @@ struct ProducerCheck {
 class ProducerStateMap {
  public:
   // Validates a batch from a client (Kafka's findDuplicateBatch + checkProducerEpoch +
-  // checkSequence). Batches without a producer id always pass.
+  // checkSequence). Batches without a producer id always pass. A producer without state here
+  // must start at sequence 0 (else UNKNOWN_PRODUCER_ID; Kafka since KIP-360 accepts any
+  // sequence because its producer state expires; Shale never drops a producer's state while
+  // the partition lives, so a gap means earlier batches were refused: producer_state.cc).
   ProducerCheck check(int64_t producer_id, int16_t epoch, int32_t first_seq,
                       int32_t last_seq) const;
   // Records an appended batch (after check() passed, or while replaying the log).

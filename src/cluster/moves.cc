@@ -25,13 +25,15 @@ Result<Current> read(meta::MetaStore* store, const Keys& keys, const std::string
 
 Result<Assignment> write(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
                          int32_t partition, const Current& cur, Assignment next,
-                         const meta::Txn& extra = {}, const CommitFn* commit = nullptr) {
+                         const meta::Txn& extra = {}, const CommitFn* commit = nullptr,
+                         int64_t* revision = nullptr) {
   next.since_ms = clock::wall_ms();
   meta::Txn t = extra;
   t.compares.push_back({keys.assign(topic_id, partition), cur.mod_revision});
   t.ops.push_back(meta::Op::put(keys.assign(topic_id, partition), to_json(next)));
   auto r = commit != nullptr ? (*commit)(std::move(t)) : store->commit(t);
   if (!r.ok()) return std::move(r).error();
+  if (revision != nullptr) *revision = *r;
   return next;
 }
 
@@ -73,25 +75,32 @@ Result<Assignment> request_move(meta::MetaStore* store, const Keys& keys,
 }
 
 Result<Assignment> release(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
-                           int32_t partition, int32_t me) {
+                           int32_t partition, int32_t me, int64_t* revision) {
   auto cur = read(store, keys, topic_id, partition);
   if (!cur.ok()) return std::move(cur).error();
   const Assignment& a = cur->a;
   if (a.owner != me)
     return Error::make(Errc::kFenced, "broker " + std::to_string(me) + " does not own it");
-  if (a.state == Assignment::State::kReleased) return a;
+  if (a.state == Assignment::State::kReleased) {
+    if (revision != nullptr) *revision = cur->mod_revision;
+    return a;
+  }
   if (a.state != Assignment::State::kMoving) return wrong_state("no move to release for", a);
   Assignment next = a;
   next.state = Assignment::State::kReleased;
-  return write(store, keys, topic_id, partition, *cur, next);
+  return write(store, keys, topic_id, partition, *cur, next, {}, nullptr, revision);
 }
 
 Result<Assignment> take_over(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
-                             int32_t partition, int32_t me, const meta::Txn& extra) {
+                             int32_t partition, int32_t me, const meta::Txn& extra,
+                             int64_t* revision) {
   auto cur = read(store, keys, topic_id, partition);
   if (!cur.ok()) return std::move(cur).error();
   const Assignment& a = cur->a;
-  if (a.state == Assignment::State::kOwned && a.owner == me) return a;
+  if (a.state == Assignment::State::kOwned && a.owner == me) {
+    if (revision != nullptr) *revision = cur->mod_revision;
+    return a;
+  }
   if (a.state == Assignment::State::kOwned || a.target != me)
     return Error::make(Errc::kFenced,
                        "broker " + std::to_string(me) + " is not the target of a move");
@@ -101,7 +110,7 @@ Result<Assignment> take_over(meta::MetaStore* store, const Keys& keys, const std
   next.owner = me;
   next.leader_epoch = a.leader_epoch + 1;
   next.state = Assignment::State::kOwned;
-  return write(store, keys, topic_id, partition, *cur, next, extra);
+  return write(store, keys, topic_id, partition, *cur, next, extra, nullptr, revision);
 }
 
 Result<Assignment> cancel_move(meta::MetaStore* store, const Keys& keys,

@@ -38,14 +38,18 @@ Result<Assignment> request_move(meta::MetaStore* store, const Keys& keys,
                                 const std::string& topic_id, int32_t partition, int32_t target,
                                 const std::set<int32_t>& live);
 
-// The owner `me` has closed the stream: MOVING → RELEASED.
+// The owner `me` has closed the stream: MOVING → RELEASED. `revision` (optional) receives the
+// store revision of the record as returned (the write's, or the record's if it was RELEASED
+// already): a watch-fed view of the records must reach it before acting on the partition again.
 Result<Assignment> release(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
-                           int32_t partition, int32_t me);
+                           int32_t partition, int32_t me, int64_t* revision = nullptr);
 
 // The target `me` takes the partition over: RELEASED(→me) → OWNED(me, epoch + 1), together with
-// `extra` (the caller's compares and ops, e.g. its stream open) in one transaction.
+// `extra` (the caller's compares and ops, e.g. its stream open) in one transaction. `revision`
+// as for release().
 Result<Assignment> take_over(meta::MetaStore* store, const Keys& keys, const std::string& topic_id,
-                             int32_t partition, int32_t me, const meta::Txn& extra = {});
+                             int32_t partition, int32_t me, const meta::Txn& extra = {},
+                             int64_t* revision = nullptr);
 
 // Controller: hands a partition of broker `from` (dead, its WAL recovered) to `target`: any
 // record owned by `from` → RELEASED(from → target), same epoch, written through `commit` (the

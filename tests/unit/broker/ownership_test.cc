@@ -3,8 +3,12 @@
 // engine and WAL, lease, cluster::Member and Ownership — as three `shale serve` would be.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -60,8 +64,102 @@ storage::EngineOptions engine_options(int32_t node, const std::string& wal_path)
   return o;
 }
 
+// The broker's MetaStore: passes everything through, but can deliver the watch events on
+// assignment records `lag` ms late (a watch stream lagging under load, as seen on a loaded
+// machine with three etcd members), in order, on its own thread.
+class LaggingAssignWatchStore : public meta::MetaStore {
+ public:
+  explicit LaggingAssignWatchStore(meta::MetaStore* inner)
+      : in_(inner), thread_([this] { deliver(); }) {}
+  ~LaggingAssignWatchStore() override {
+    {
+      std::lock_guard lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+  void set_lag_ms(int64_t ms) { lag_ms_ = ms; }
+
+  Result<std::optional<meta::KeyValue>> get(std::string_view key) override { return in_->get(key); }
+  Result<std::vector<meta::KeyValue>> range(std::string_view b, std::string_view e,
+                                            size_t limit) override {
+    return in_->range(b, e, limit);
+  }
+  Result<std::vector<meta::KeyValue>> prefix(std::string_view p, size_t limit) override {
+    return in_->prefix(p, limit);
+  }
+  Result<int64_t> commit(const meta::Txn& t) override { return in_->commit(t); }
+  Result<int64_t> revision() override { return in_->revision(); }
+  Result<int64_t> grant_lease(int64_t ttl_ms) override { return in_->grant_lease(ttl_ms); }
+  Status keep_alive(int64_t lease) override { return in_->keep_alive(lease); }
+  Status revoke_lease(int64_t lease) override { return in_->revoke_lease(lease); }
+  Result<int64_t> watch(std::string_view p, int64_t from, meta::WatchCallback cb) override {
+    if (p.find("/assign/") == std::string_view::npos) return in_->watch(p, from, std::move(cb));
+    auto alive = std::make_shared<bool>(true);
+    auto target = std::make_shared<meta::WatchCallback>(std::move(cb));
+    auto id = in_->watch(p, from, [this, alive, target](const std::vector<meta::WatchEvent>& e) {
+      std::lock_guard lk(mu_);
+      if (lag_ms_ == 0 && queue_.empty()) {
+        if (*alive) (*target)(e);
+        return;
+      }
+      queue_.push_back({std::chrono::steady_clock::now() + std::chrono::milliseconds(lag_ms_),
+                        alive, target, e});
+      cv_.notify_all();
+    });
+    if (id.ok()) {
+      std::lock_guard lk(mu_);
+      alive_[*id] = alive;
+    }
+    return id;
+  }
+  void cancel_watch(int64_t id) override {
+    in_->cancel_watch(id);
+    std::lock_guard lk(mu_);  // waits out a delivery in progress
+    if (auto it = alive_.find(id); it != alive_.end()) {
+      *it->second = false;
+      alive_.erase(it);
+    }
+  }
+
+ private:
+  struct Pending {
+    std::chrono::steady_clock::time_point due;
+    std::shared_ptr<bool> alive;
+    std::shared_ptr<meta::WatchCallback> cb;
+    std::vector<meta::WatchEvent> events;
+  };
+  void deliver() {
+    std::unique_lock lk(mu_);
+    while (!stop_) {
+      if (queue_.empty()) {
+        cv_.wait(lk);
+        continue;
+      }
+      if (std::chrono::steady_clock::now() < queue_.front().due) {
+        cv_.wait_until(lk, queue_.front().due);
+        continue;
+      }
+      Pending p = std::move(queue_.front());
+      queue_.pop_front();
+      if (*p.alive) (*p.cb)(p.events);
+    }
+  }
+
+  meta::MetaStore* in_;
+  std::atomic<int64_t> lag_ms_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::deque<Pending> queue_;
+  std::map<int64_t, std::shared_ptr<bool>> alive_;
+  std::thread thread_;
+};
+
 struct Node {
   int32_t id = 0;
+  std::unique_ptr<LaggingAssignWatchStore> store;  // the broker's view of meta_
   std::unique_ptr<storage::Engine> engine;
   std::unique_ptr<meta::LeaseKeeper> lease;
   std::unique_ptr<cluster::Member> member;
@@ -121,7 +219,8 @@ class OwnershipTest : public ::testing::Test {
     cfg.cluster_id = "ownership-test-cluster";
     cfg.worker_threads = 2;
     cfg.endpoints = {{"PLAINTEXT", "127.0.0.1", 19000 + id}};
-    n->broker = std::make_unique<Broker>(cfg, n->engine.get(), meta_.get());
+    n->store = std::make_unique<LaggingAssignWatchStore>(meta_.get());
+    n->broker = std::make_unique<Broker>(cfg, n->engine.get(), n->store.get());
     n->broker->set_ack_gate([l = n->lease.get()] { return l->valid(); });
     Ownership::Options oo;
     oo.tick_ms = 20;
@@ -167,6 +266,7 @@ class OwnershipTest : public ::testing::Test {
     }
     n.own.reset();
     n.broker.reset();
+    n.store.reset();
     if (n.engine) n.engine->shutdown();
     n.engine.reset();
     n.member.reset();
@@ -316,6 +416,48 @@ TEST_F(OwnershipTest, MoveKeepsEveryAcknowledgedRecordAndRaisesTheLeaderEpoch) {
     owner = target;
   }
   EXPECT_TRUE(nodes_[1]->own->ongoing().empty());
+}
+
+// reassign_under_load on a loaded machine: the target's view of the assignment records lagged,
+// so after its take-over it saw the record still RELEASED(→ it) and took the partition over a
+// second time: a second stream open, fencing the first partition object after it had
+// acknowledged appends (librdkafka then saw a sequence desynchronization). Likewise a broker
+// that had just released a partition reopened it from the stale MOVING record.
+TEST_F(OwnershipTest, ATakeOverIsNotRepeatedWhileTheViewLags) {
+  ASSERT_TRUE(nodes_[1]->broker->topics().create("lag", 1, {}).ok());
+  ASSERT_TRUE(eventually([&] { return servers("lag", 0).size() == 1; }));
+  const int32_t owner = servers("lag", 0).front();
+  const int32_t target = owner % 3 + 1;
+  ASSERT_EQ(produce(*nodes_[owner], "lag", 0, 3, nullptr), 0);
+  nodes_[owner]->store->set_lag_ms(400);
+  nodes_[target]->store->set_lag_ms(400);
+  TopicPtr t = nodes_[owner]->broker->topics().find("lag");
+  ASSERT_TRUE(nodes_[target]->own->reassign(t->id, 0, target).ok());
+  std::shared_ptr<Partition> first;
+  ASSERT_TRUE(eventually([&] {
+    auto p = nodes_[target]->broker->topics().partition("lag", 0);
+    if (!p->serving()) return false;
+    first = p;
+    return true;
+  }));
+  int64_t base = -1;
+  ASSERT_EQ(produce(*nodes_[target], "lag", 0, 2, &base), 0);
+  EXPECT_EQ(base, 3);
+  // Both drivers reconcile every partition again while their views still show the old records.
+  for (int i = 0; i < 10; ++i) {
+    nodes_[owner]->own->kick();
+    nodes_[target]->own->kick();
+    std::this_thread::sleep_for(std::chrono::milliseconds(60));
+  }
+  EXPECT_EQ(nodes_[target]->broker->topics().partition("lag", 0).get(), first.get())
+      << "opened twice";
+  EXPECT_TRUE(first->serving());
+  EXPECT_EQ(servers("lag", 0), std::vector<int32_t>{target});
+  ASSERT_EQ(produce(*nodes_[target], "lag", 0, 1, &base), 0);
+  EXPECT_EQ(base, 5);
+  EXPECT_EQ(nodes_[target]->broker->topics().partition("lag", 0)->high_watermark(), 6);
+  nodes_[owner]->store->set_lag_ms(0);
+  nodes_[target]->store->set_lag_ms(0);
 }
 
 TEST_F(OwnershipTest, InvalidMovesChangeNothing) {

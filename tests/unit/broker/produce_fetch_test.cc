@@ -230,6 +230,48 @@ TEST_F(BrokerTest, ProduceIsRefusedWhileTheAckGateIsClosed) {
   broker_->set_ack_gate({});
 }
 
+// cluster.etcd_leader_killed under load: the lease lapsed (a renewal slowed by an etcd leader
+// election) while a produce's append was in flight. It was answered NOT_LEADER_OR_FOLLOWER
+// although stored, while the request pipelined behind it was acknowledged after the renewal;
+// librdkafka then acknowledged the first batch implicitly, without an offset. Appends made under
+// a lease are acknowledged once that same lease is renewed.
+TEST_F(BrokerTest, AppendsBeforeALapseAreAcknowledgedWhenTheSameLeaseIsRenewed) {
+  create_topic("lapse", 1);
+  std::atomic<int> calls{0};
+  // 1st call: the gate before the append (lease 7); then closed for a few polls; then lease 7.
+  broker_->set_ack_token([&]() -> int64_t {
+    const int n = calls.fetch_add(1);
+    return n == 0 || n >= 5 ? 7 : 0;
+  });
+  auto r = produce("lapse", 0, batch(1, 1000, 4242, 0, 0));
+  const auto& pr = r.responses[0].partition_responses[0];
+  EXPECT_EQ(pr.error_code, 0);
+  EXPECT_EQ(pr.base_offset, 0);
+  EXPECT_GE(calls.load(), 5);
+  broker_->set_ack_gate({});
+}
+
+TEST_F(BrokerTest, AppendsBeforeALapseAreNotAcknowledgedUnderANewLease) {
+  create_topic("regrant", 1);
+  std::atomic<int> calls{0};
+  // Lease 7 at the append, a lapse, then lease 8: it expired in the store meanwhile, another
+  // broker may be taking the partition over, so the append is not acknowledged.
+  broker_->set_ack_token([&]() -> int64_t {
+    const int n = calls.fetch_add(1);
+    return n == 0 ? 7 : n < 3 ? 0 : 8;
+  });
+  auto r = produce("regrant", 0, batch(1, 1000, 4242, 0, 0));
+  EXPECT_EQ(r.responses[0].partition_responses[0].error_code,
+            code(ErrorCode::kNotLeaderOrFollower));
+  EXPECT_EQ(broker_->topics().partition("regrant", 0)->high_watermark(), 1);  // it is stored
+  // The client's retry under the new lease is deduplicated: the original offset, stored once.
+  auto again = produce("regrant", 0, batch(1, 1000, 4242, 0, 0));
+  EXPECT_EQ(again.responses[0].partition_responses[0].error_code, 0);
+  EXPECT_EQ(again.responses[0].partition_responses[0].base_offset, 0);
+  EXPECT_EQ(broker_->topics().partition("regrant", 0)->high_watermark(), 1);
+  broker_->set_ack_gate({});
+}
+
 TEST_P(BothEngines, LogAppendTimeTopicsStampBatches) {
   create_topic("lat", 1, {{"message.timestamp.type", "LogAppendTime"}});
   auto r = produce("lat", 0, batch(2, 5));

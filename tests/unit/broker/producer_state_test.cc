@@ -32,9 +32,29 @@ TEST(ProducerState, SequenceWrapsAndEpochsFence) {
   EXPECT_EQ(m.check(1, 2, 0, 4).error, ErrorCode::kInvalidProducerEpoch);
   EXPECT_EQ(m.check(1, 4, 5, 6).error, ErrorCode::kOutOfOrderSequenceNumber);
   EXPECT_EQ(m.check(1, 4, 0, 6).error, ErrorCode::kNone);
-  // Unknown producers and non-idempotent batches pass.
-  EXPECT_EQ(m.check(2, 0, 17, 20).error, ErrorCode::kNone);
+  // Non-idempotent batches pass; so does an unknown producer's first batch at sequence 0.
   EXPECT_EQ(m.check(-1, -1, -1, -1).error, ErrorCode::kNone);
+  EXPECT_EQ(m.check(2, 0, 0, 3).error, ErrorCode::kNone);
+  EXPECT_EQ(m.check(2, 5, 0, 3).error, ErrorCode::kNone);
+}
+
+// The cluster.etcd_leader_killed flake: a partition being opened answered a producer's first
+// request (sequence 0) NOT_LEADER_OR_FOLLOWER and then accepted the request pipelined behind it
+// (sequence 1) once it served; the retry of sequence 0 was then out of order, which librdkafka
+// treats as a fatal "sequence desynchronization". A producer unknown here must start at 0.
+TEST(ProducerState, UnknownProducerMustStartAtSequenceZero) {
+  ProducerStateMap m;
+  auto later = m.check(9, 0, 1, 1);
+  EXPECT_EQ(later.error, ErrorCode::kUnknownProducerId);
+  EXPECT_FALSE(later.duplicate);
+  EXPECT_EQ(m.check(9, 0, 17, 20).error, ErrorCode::kUnknownProducerId);
+  // The retry of the refused first batch is accepted, and the next one follows it.
+  ASSERT_EQ(m.check(9, 0, 0, 0).error, ErrorCode::kNone);
+  m.record(9, 0, {0, 0, 0, 0, 0});
+  EXPECT_EQ(m.check(9, 0, 1, 1).error, ErrorCode::kNone);
+  // After the client bumps its epoch it restarts at 0, which a partition new to it accepts.
+  EXPECT_EQ(m.check(10, 1, 0, 4).error, ErrorCode::kNone);
+  EXPECT_EQ(m.check(10, 1, 5, 6).error, ErrorCode::kUnknownProducerId);
 }
 
 }  // namespace
