@@ -4,59 +4,13 @@
 
 #include "base/crc32c.h"
 #include "base/endian.h"
-#include "base/varint.h"
+#include "base/varint_codec.h"
 
 namespace shale::broker {
 namespace {
 
-class Out {
- public:
-  void u8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
-  void uv(uint64_t v) {
-    uint8_t buf[varint::kMaxVarint64];
-    uint8_t* e = varint::put_u64(buf, v);
-    s_.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(e - buf));
-  }
-  void sv(int64_t v) { uv(varint::zigzag_encode64(v)); }
-  std::string& str() { return s_; }
-
- private:
-  std::string s_;
-};
-
-class In {
- public:
-  In(const uint8_t* p, const uint8_t* end) : p_(p), end_(end) {}
-  bool u8(uint8_t& v) {
-    if (p_ == nullptr || p_ >= end_) return fail();
-    v = *p_++;
-    return true;
-  }
-  bool uv(uint64_t& v) {
-    if (p_ != nullptr) p_ = varint::get_u64(p_, end_, &v);
-    return p_ != nullptr;
-  }
-  bool sv(int64_t& v) {
-    if (p_ != nullptr) p_ = varint::get_s64(p_, end_, &v);
-    return p_ != nullptr;
-  }
-  // A count that cannot exceed the bytes left (each element takes at least one byte).
-  bool count(size_t& n) {
-    uint64_t v = 0;
-    if (!uv(v) || v > static_cast<uint64_t>(end_ - p_)) return fail();
-    n = static_cast<size_t>(v);
-    return true;
-  }
-  bool done() const { return p_ == end_; }
-
- private:
-  bool fail() {
-    p_ = nullptr;
-    return false;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using Out = VarintWriter;
+using In = VarintReader;
 
 Error corrupt(const std::string& why) {
   return Error::make(Errc::kCorruption, "partition snapshot: " + why);
@@ -114,7 +68,7 @@ std::string PartitionSnapshot::encode() const {
     o.sv(a.first_offset);
     o.sv(a.last_offset - a.first_offset);
   }
-  std::string& s = o.str();
+  std::string& s = o.buffer();
   uint8_t crc[4];
   be::store32(crc, crc32c::value(s.data(), s.size()));
   s.append(reinterpret_cast<const char*>(crc), 4);

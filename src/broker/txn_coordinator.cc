@@ -7,7 +7,7 @@
 
 #include <spdlog/spdlog.h>
 
-#include "base/varint.h"
+#include "base/varint_codec.h"
 #include "meta/meta_store.h"
 
 namespace shale::broker {
@@ -36,65 +36,8 @@ namespace {
 
 constexpr uint8_t kRecordVersion = 1;
 
-class Out {
- public:
-  void u8(uint8_t v) { s_.push_back(static_cast<char>(v)); }
-  void uv(uint64_t v) {
-    uint8_t buf[varint::kMaxVarint64];
-    uint8_t* e = varint::put_u64(buf, v);
-    s_.append(reinterpret_cast<const char*>(buf), static_cast<size_t>(e - buf));
-  }
-  void sv(int64_t v) { uv(varint::zigzag_encode64(v)); }
-  void str(const std::string& v) {
-    uv(v.size());
-    s_.append(v);
-  }
-  std::string take() { return std::move(s_); }
-
- private:
-  std::string s_;
-};
-
-class In {
- public:
-  explicit In(const std::string& s)
-      : p_(reinterpret_cast<const uint8_t*>(s.data())), end_(p_ + s.size()) {}
-  bool u8(uint8_t& v) {
-    if (p_ == nullptr || p_ >= end_) return fail();
-    v = *p_++;
-    return true;
-  }
-  bool uv(uint64_t& v) {
-    if (p_ != nullptr) p_ = varint::get_u64(p_, end_, &v);
-    return p_ != nullptr;
-  }
-  bool sv(int64_t& v) {
-    if (p_ != nullptr) p_ = varint::get_s64(p_, end_, &v);
-    return p_ != nullptr;
-  }
-  bool count(size_t& n) {
-    uint64_t v = 0;
-    if (!uv(v) || v > static_cast<uint64_t>(end_ - p_)) return fail();
-    n = static_cast<size_t>(v);
-    return true;
-  }
-  bool str(std::string& v) {
-    size_t n = 0;
-    if (!count(n)) return false;
-    v.assign(reinterpret_cast<const char*>(p_), n);
-    p_ += n;
-    return true;
-  }
-  bool done() const { return p_ == end_; }
-
- private:
-  bool fail() {
-    p_ = nullptr;
-    return false;
-  }
-  const uint8_t* p_;
-  const uint8_t* end_;
-};
+using Out = VarintWriter;
+using In = VarintReader;
 
 bool is_prepare(TxnState s) {
   return s == TxnState::kPrepareCommit || s == TxnState::kPrepareAbort;
